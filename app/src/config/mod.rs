@@ -1,0 +1,12 @@
+//! The scheduler config: model, parsing, canonical YAML, validation and diff.
+//!
+//! Everything here is pure and compiles for the server and for the browser (wasm32), so the
+//! dashboard validates a draft with exactly the code the server runs on apply.
+
+pub mod model;
+pub mod problem;
+pub mod selector;
+
+pub use model::*;
+pub use problem::{Problem, Report, Severity};
+pub use selector::Labels;

@@ -1,0 +1,213 @@
+//! The scheduler config exactly as an admin writes it (Anyscale GRS schema, seed 000).
+//!
+//! These are the *raw* types: what was parsed, before any check. Field order here is the
+//! canonical key order of the YAML output. Optional fields are skipped when absent so a
+//! config that uses only the seed's fields round-trips unchanged. Extensions beyond the seed
+//! (cohorts, borrowing, ordering policy) are optional fields too.
+
+use serde::{Deserialize, Serialize};
+
+/// Top-level Global Resource Scheduler config.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchedulerConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_flavors: Option<Vec<ResourceFlavor>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_queues: Option<Vec<ResourceQueue>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduling_rules: Option<Vec<SchedulingRule>>,
+}
+
+/// A named flavor: which nodes count as it (selector) plus optional launch overrides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceFlavor {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<Vec<MatchExpression>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advanced_instance_config: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// One structured label match, used by flavor and rule selectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MatchExpression {
+    pub key: String,
+    pub operator: Operator,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Vec<String>>,
+}
+
+/// Match operator of a [`MatchExpression`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operator {
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+}
+
+/// A queue requests are routed to, with optional preemption and per-flavor quotas.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceQueue {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemption: Option<PreemptionPolicy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_groups: Option<Vec<ResourceGroup>>,
+    /// Extension: queues sharing a cohort may borrow each other's unused quota.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cohort_name: Option<String>,
+    /// Extension: order of equal-priority pending jobs (`fifo`, `large_resource`, `small_first`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordering_policy: Option<String>,
+}
+
+/// Preemption settings of a queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PreemptionPolicy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within_resource_queue: Option<WithinQueuePreemption>,
+    /// Extension: reclaim lent quota from cohort peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_within_cohort: Option<CohortPreemption>,
+    /// Extension: preempt while borrowing from the cohort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borrow_within_cohort: Option<CohortPreemption>,
+}
+
+/// Preemption among the jobs of one queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WithinQueuePreemption {
+    Never,
+    LowerPriority,
+}
+
+/// Extension: preemption across a cohort.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CohortPreemption {
+    Never,
+    LowerPriority,
+    Any,
+}
+
+/// A set of covered resources with the flavors (in order of preference) that provide them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceGroup {
+    pub covered_resources: Vec<String>,
+    pub flavors: Vec<FlavorQuota>,
+}
+
+/// Per-flavor quotas within a resource group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlavorQuota {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<ResourceQuotaSpec>>,
+}
+
+/// Quota for one resource of one flavor. Omitted `nominal_quota` = unlimited; 0 = blocked.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResourceQuotaSpec {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominal_quota: Option<f64>,
+    /// Extension: how much more than nominal this queue may borrow from its cohort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borrowing_limit: Option<f64>,
+    /// Extension: how much of its nominal quota this queue lends to its cohort.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lending_limit: Option<f64>,
+}
+
+/// Routes matching requests to a queue, with optional priority bounds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SchedulingRule {
+    pub resource_queue: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<Vec<MatchExpression>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_policy: Option<PriorityPolicy>,
+}
+
+/// Priority bounds applied to requests matched by a rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PriorityPolicy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_violation: Option<OnViolation>,
+}
+
+/// What to do with a priority outside `[min, max]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnViolation {
+    Reject,
+    ForceUpdate,
+}
+
+impl SchedulerConfig {
+    /// The flavors, or an empty slice when the section is absent.
+    pub fn flavors(&self) -> &[ResourceFlavor] {
+        self.resource_flavors.as_deref().unwrap_or_default()
+    }
+
+    /// The queues, or an empty slice when the section is absent.
+    pub fn queues(&self) -> &[ResourceQueue] {
+        self.resource_queues.as_deref().unwrap_or_default()
+    }
+
+    /// The rules in evaluation order, or an empty slice when the section is absent.
+    pub fn rules(&self) -> &[SchedulingRule] {
+        self.scheduling_rules.as_deref().unwrap_or_default()
+    }
+
+    /// What a fresh install starts with: flavor `local`, queue `default` without limits and
+    /// one catch-all rule, so every job has somewhere to go on first start.
+    pub fn initial() -> Self {
+        SchedulerConfig {
+            resource_flavors: Some(vec![ResourceFlavor {
+                name: "local".into(),
+                selector: None,
+                advanced_instance_config: None,
+            }]),
+            resource_queues: Some(vec![ResourceQueue {
+                name: "default".into(),
+                resource_groups: Some(vec![ResourceGroup {
+                    covered_resources: vec!["cpu".into(), "gpu".into(), "memory_gb".into()],
+                    flavors: vec![FlavorQuota { name: "local".into(), resources: None }],
+                }]),
+                ..Default::default()
+            }]),
+            scheduling_rules: Some(vec![SchedulingRule {
+                resource_queue: "default".into(),
+                selector: None,
+                priority_policy: None,
+            }]),
+        }
+    }
+}
+
+impl Operator {
+    /// The operator as written in YAML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operator::In => "in",
+            Operator::NotIn => "not_in",
+            Operator::Exists => "exists",
+            Operator::DoesNotExist => "does_not_exist",
+        }
+    }
+
+    /// Whether the operator takes a `values` list.
+    pub fn takes_values(self) -> bool {
+        matches!(self, Operator::In | Operator::NotIn)
+    }
+}

@@ -1,0 +1,1 @@
+//! The Berth server: CLI, HTTP API, dashboard serving, the versioned config store.
