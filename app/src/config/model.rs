@@ -58,10 +58,24 @@ pub struct ResourceQueue {
     /// Extension: queues sharing a cohort may borrow each other's unused quota.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cohort_name: Option<String>,
-    /// Extension: order of equal-priority pending jobs (`fifo`, `large_resource`, `small_first`).
+    /// Extension: order of equal-priority pending jobs, one of [`ORDERING_POLICIES`] (default `fifo`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordering_policy: Option<String>,
+    /// Extension: node choice among those that fit, one of [`PLACEMENT_POLICIES`] (default `bin_packing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_policy: Option<String>,
+    /// Extension: whether a job that does not fit blocks the ones behind it, one of
+    /// [`QUEUEING_STRATEGIES`] (default `best_effort_fifo`: it does not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queueing_strategy: Option<String>,
 }
+
+/// Names accepted by `ordering_policy`; the first is the default.
+pub const ORDERING_POLICIES: &[&str] = &["fifo", "large_resource", "small_first"];
+/// Names accepted by `placement_policy`; the first is the default.
+pub const PLACEMENT_POLICIES: &[&str] = &["bin_packing", "spread"];
+/// Names accepted by `queueing_strategy`; the first is the default.
+pub const QUEUEING_STRATEGIES: &[&str] = &["best_effort_fifo", "strict_fifo"];
 
 /// Preemption settings of a queue.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
