@@ -1,1 +1,31 @@
-fn main() {}
+//! The `berth` binary: parses the command line and hands over to the library.
+
+use clap::Parser;
+use server::cli::{run_config, Cli, Command};
+
+#[tokio::main]
+async fn main() {
+    let cli = Cli::parse();
+    let code = match &cli.command {
+        Command::Serve(args) => {
+            tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()))
+                .init();
+            match server::serve::serve(args).await {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    1
+                }
+            }
+        }
+        Command::Config(command) => match run_config(&cli, command).await {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                1
+            }
+        },
+    };
+    std::process::exit(code);
+}

@@ -1,9 +1,68 @@
-//! The Leptos dashboard.
+//! The Leptos dashboard: the shell, the router and one module per page.
+
+#[cfg(feature = "ssr")]
+pub mod backend;
+mod config_page;
+pub mod server_fns;
+mod versions;
+mod widgets;
 
 use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_router::components::{Route, Router, Routes, A};
+use leptos_router::path;
 
-/// The root component.
+use config_page::ConfigPage;
+use versions::{VersionPage, VersionsPage};
+
+/// The HTML document around the app, rendered on the server.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <link rel="icon" href="data:,"/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// The root component: navigation and routes.
 #[component]
 pub fn App() -> impl IntoView {
-    view! { <main>"Berth"</main> }
+    provide_meta_context();
+    // Marks the page as interactive once the wasm has taken over (tests wait for it).
+    Effect::new(move |_| {
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
+    view! {
+        <Stylesheet id="leptos" href="/pkg/berth.css"/>
+        <Title text="Berth"/>
+        <Router>
+            <header class="topbar">
+                <a class="brand" href="/">"⚓ Berth"</a>
+                <nav class="mainnav" aria-label="Main">
+                    <A href="/config" exact=true>"Config"</A>
+                    <A href="/config/versions">"History"</A>
+                </nav>
+            </header>
+            <main class="page">
+                <Routes fallback=|| view! { <div class="card"><h1>"Not found"</h1><p>"There is no page here."</p><a href="/">"Back to the dashboard"</a></div> }>
+                    <Route path=path!("/") view=ConfigPage/>
+                    <Route path=path!("/config") view=ConfigPage/>
+                    <Route path=path!("/config/versions") view=VersionsPage/>
+                    <Route path=path!("/config/versions/:version") view=VersionPage/>
+                </Routes>
+            </main>
+        </Router>
+    }
 }

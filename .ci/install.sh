@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what Berth's build and tests need and is missing; idempotent, skips what is there.
+#   .ci/install.sh run    - enough to build and serve: the wasm target and wasm-bindgen-cli
+#   .ci/install.sh test   - plus PostgreSQL, Chromium (Debian) and the end2end npm packages
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-test}
+say() { printf '\033[1m[install]\033[0m %s\n' "$*"; }
+
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown; then
+  say "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+# wasm-bindgen-cli must be exactly the version of the wasm-bindgen crate in Cargo.lock.
+want=$(grep -A1 '^name = "wasm-bindgen"$' Cargo.lock | sed -n 's/^version = "\(.*\)"/\1/p')
+have=$(wasm-bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have" != "$want" ]; then
+  say "installing wasm-bindgen-cli $want (found: ${have:-none}); takes about 2 minutes"
+  # Not --locked: its lock pins a crate version this registry does not carry.
+  cargo install wasm-bindgen-cli --version "$want"
+fi
+
+[ "$what" = run ] && exit 0
+
+apt_missing=()
+command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_missing+=(postgresql)
+if [ ${#apt_missing[@]} -gt 0 ]; then
+  say "installing Debian packages: ${apt_missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${apt_missing[@]}" >/dev/null
+fi
+
+if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
+  say "installing end2end npm packages"
+  (cd end2end && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# A private PostgreSQL server for the tests: its own data dir and port, owned by the
+# `postgres` user (PostgreSQL refuses to run as root). Idempotent.
+#   .ci/pg.sh start   - initdb if needed, start if not running, print the admin URL
+#   .ci/pg.sh stop
+set -euo pipefail
+PGPORT=${BERTH_PG_PORT:-55432}
+PGDATA=${BERTH_PG_DATA:-/tmp/berth-pg/data}
+bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
+as_pg() { if [ "$(id -u)" -eq 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+case "${1:-start}" in
+start)
+  if ! "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGPORT"; then
+    mkdir -p "$(dirname "$PGDATA")"
+    [ "$(id -u)" -eq 0 ] && chown postgres "$(dirname "$PGDATA")"
+    if [ ! -f "$PGDATA/PG_VERSION" ]; then
+      as_pg "$bin/initdb -D $PGDATA -A trust -U postgres --no-sync >/dev/null"
+    fi
+    as_pg "$bin/pg_ctl -D $PGDATA -l $PGDATA/../server.log -w -o '-p $PGPORT -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200' start >/dev/null"
+  fi
+  echo "postgres://postgres@127.0.0.1:$PGPORT/postgres" ;;
+stop)
+  as_pg "$bin/pg_ctl -D $PGDATA -m fast stop" >/dev/null 2>&1 || true ;;
+*) echo "usage: $0 start|stop" >&2; exit 2 ;;
+esac

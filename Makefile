@@ -1,0 +1,62 @@
+# Berth: `make run` serves the dashboard and API; `make test` runs every test.
+# Both install what is missing first (see .ci/install.sh). One build serves every stage.
+
+SHELL := /bin/bash
+# Reuse a cargo target dir kept outside the checkout, so clones share one build cache.
+export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth-target
+TARGET := $(CARGO_TARGET_DIR)
+SITE := $(TARGET)/site
+BIN := $(TARGET)/debug/berth
+WASM := $(TARGET)/wasm32-unknown-unknown/debug/berth_frontend.wasm
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+BERTH_ADDR ?= 127.0.0.1:3000
+BERTH_DATABASE_URL ?= sqlite://data/berth.db
+
+.PHONY: run test build site server deps-run deps-test unit e2e bench release clean-site
+
+## run: install what is missing, build, serve on http://$(BERTH_ADDR) with SQLite
+run: deps-run build
+	BERTH_SITE_ROOT=$(SITE) $(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL)
+
+## test: unit + integration (SQLite and PostgreSQL) + browser tests in headless Chromium
+test: deps-test build
+	@start=$$(date +%s); \
+	export BERTH_TEST_PG_URL=$$(.ci/pg.sh start); \
+	cargo test --workspace --exclude berth-frontend && \
+	$(MAKE) --no-print-directory e2e && \
+	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
+
+e2e:
+	cd end2end && BERTH_BIN=$(BIN) BERTH_SITE_ROOT=$(SITE) node --test --test-concurrency=1 tests/
+
+## bench: store latency (SQLite and PostgreSQL) and the engine, as printed tables
+bench: deps-test
+	BERTH_BENCH_PG_URL=$$(.ci/pg.sh start) cargo bench -p berth-server
+
+deps-run:
+	@.ci/install.sh run
+
+deps-test:
+	@.ci/install.sh test
+
+build: server site
+
+server:
+	cargo build -p berth-server --bin berth
+
+## site: the dashboard's wasm, js and css under $(SITE)/pkg
+site:
+	cargo build -p berth-frontend --lib --target wasm32-unknown-unknown
+	@mkdir -p $(SITE)/pkg
+	wasm-bindgen --target web --out-dir $(SITE)/pkg --out-name berth $(WASM)
+	cp style/main.css $(SITE)/pkg/berth.css
+
+## release: optimized wasm (reports its size) and server, in $(TARGET)/release-site and server-release
+release: deps-run
+	cargo build -p berth-frontend --lib --target wasm32-unknown-unknown --release
+	@mkdir -p $(TARGET)/release-site/pkg
+	wasm-bindgen --target web --out-dir $(TARGET)/release-site/pkg --out-name berth $(TARGET)/wasm32-unknown-unknown/release/berth_frontend.wasm
+	cp style/main.css $(TARGET)/release-site/pkg/berth.css
+	cargo build -p berth-server --bin berth --profile server-release
+	@w=$(TARGET)/release-site/pkg/berth_bg.wasm; echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip"

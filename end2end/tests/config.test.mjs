@@ -1,0 +1,106 @@
+// The first dashboard pages: active config, version history, one version with its diff, and
+// live validation running in the browser (wasm) with no request to the server.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, startBrowser, hydrated, screenshot, applyConfig, SIZES } from './harness.mjs';
+
+let server, chrome;
+before(async () => {
+  server = await startServer();
+  chrome = await startBrowser();
+});
+after(async () => {
+  await chrome?.browser.close();
+  await server?.stop();
+});
+
+const GPU_CONFIG = `resource_flavors:
+  - name: local
+  - name: spot
+    selector:
+      - key: market
+        operator: in
+        values: [spot]
+resource_queues:
+  - name: default
+  - name: research
+    preemption:
+      within_resource_queue: lower_priority
+    resource_groups:
+      - covered_resources: [gpu]
+        flavors:
+          - name: spot
+            resources:
+              - name: gpu
+                nominal_quota: 64
+scheduling_rules:
+  - resource_queue: research
+    selector:
+      - key: team
+        operator: in
+        values: [research]
+  - resource_queue: default
+`;
+
+test('fresh install shows version 1 and the history lists applied versions with local times', async () => {
+  const page = await chrome.newPage(SIZES.desktop, { timezoneId: 'Asia/Tokyo' });
+  await page.goto(server.url + '/');
+  await hydrated(page);
+  assert.match(await page.textContent('[data-testid=active-meta]'), /version 1/);
+  assert.match(await page.textContent('[data-testid=active-yaml]'), /name: default/);
+  await screenshot(page, 'config');
+
+  await applyConfig(server.url, GPU_CONFIG, { user: 'alice', message: 'add research queue' });
+  await page.goto(server.url + '/config/versions');
+  await hydrated(page);
+  const rows = page.locator('[data-testid=version-row]');
+  assert.equal(await rows.count(), 2);
+  const newest = await rows.nth(0).textContent();
+  assert.match(newest, /v2/);
+  assert.match(newest, /active/);
+  assert.match(newest, /alice/);
+  assert.match(newest, /add research queue/);
+  // Stored in UTC, shown in the viewer's zone: Tokyo is UTC+9, so the datetime attribute
+  // (UTC) and the shown text differ by nine hours.
+  const time = rows.nth(0).locator('time');
+  const utc = new Date(await time.getAttribute('datetime'));
+  const shown = await time.textContent();
+  const tokyo = new Date(utc.getTime() + 9 * 3600_000).toISOString().slice(0, 16).replace('T', ' ');
+  assert.ok(shown.startsWith(tokyo), `shown ${shown}, expected Tokyo time ${tokyo}`);
+  await screenshot(page, 'history');
+
+  await rows.nth(0).locator('a').first().click();
+  await page.waitForSelector('[data-testid=unified-diff]');
+  assert.match(await page.textContent('[data-testid=unified-diff]'), /\+\s+- name: research/);
+  assert.match(await page.textContent('[data-testid=changes]'), /research/);
+  await screenshot(page, 'version');
+  assert.deepEqual(page.outside, []);
+  assert.deepEqual(page.errors, []);
+});
+
+test('the draft is validated live in the browser, without a request', async () => {
+  for (const size of [SIZES.desktop, SIZES.phone]) {
+    const page = await chrome.newPage(size);
+    await page.goto(server.url + '/config');
+    await hydrated(page);
+    const summary = page.locator('[data-testid=problem-summary]');
+    assert.match(await summary.textContent(), /No problems/);
+
+    const before = page.requests.length;
+    const draft = page.locator('#draft');
+    const broken = GPU_CONFIG.replace('  - resource_queue: default\n', '  - resource_queue: vision\n');
+    await draft.fill(broken);
+    await page.waitForSelector('text=scheduling_rules[1].resource_queue');
+    assert.match(await summary.textContent(), /1 error/);
+    await screenshot(page, 'draft-error');
+
+    await draft.fill(GPU_CONFIG);
+    await page.waitForFunction(() => !document.body.textContent.includes('scheduling_rules[1].resource_queue'));
+    assert.doesNotMatch(await summary.textContent(), /[1-9]\d* errors?/);
+
+    await draft.fill('resource_queues: [oops');
+    await page.waitForSelector('.problem.error >> text=/line 1/');
+    assert.equal(page.requests.length, before, `requests made while validating: ${page.requests.slice(before)}`);
+    assert.deepEqual(page.errors, []);
+  }
+});

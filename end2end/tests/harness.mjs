@@ -1,0 +1,112 @@
+// Test harness: a real `berth serve` on a free port with a fresh SQLite file, and headless
+// Debian Chromium driven by playwright-core. Every request that leaves 127.0.0.1 is blocked
+// and recorded, so a test can prove nothing loads from outside.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+import { chromium } from 'playwright-core';
+
+export const SCREENSHOTS = new URL('../screenshots/', import.meta.url).pathname;
+export const SIZES = { desktop: { width: 1366, height: 768 }, phone: { width: 390, height: 844 } };
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+/** Starts a server; returns { url, stop, log }. */
+export async function startServer() {
+  const bin = process.env.BERTH_BIN;
+  if (!bin) throw new Error('BERTH_BIN is not set: run through `make e2e` or `make test`');
+  const dir = mkdtempSync(join(tmpdir(), 'berth-e2e-'));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', `sqlite://${dir}/berth.db`], {
+    env: { ...process.env, RUST_LOG: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let log = '';
+  child.stdout.on('data', (d) => (log += d));
+  child.stderr.on('data', (d) => (log += d));
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const r = await fetch(`${url}/healthz`);
+      if (r.ok) break;
+    } catch {}
+    if (child.exitCode !== null) throw new Error(`berth exited early:\n${log}`);
+    if (Date.now() > deadline) throw new Error(`berth did not become healthy:\n${log}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    url,
+    log: () => log,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r() : child.on('exit', r)));
+    },
+  };
+}
+
+/** Launches Chromium; returns { browser, newPage(size, opts) }. Pages record outside requests and errors. */
+export async function startBrowser() {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  async function newPage(size = SIZES.desktop, options = {}) {
+    const context = await browser.newContext({ viewport: size, ...options });
+    const page = await context.newPage();
+    page.outside = [];
+    page.errors = [];
+    page.requests = [];
+    await page.route('**/*', (route) => {
+      const u = new URL(route.request().url());
+      if (u.hostname !== '127.0.0.1') {
+        page.outside.push(u.href);
+        return route.abort();
+      }
+      page.requests.push(u.pathname + u.search);
+      return route.continue();
+    });
+    page.on('pageerror', (e) => page.errors.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && page.errors.push(m.text()));
+    return page;
+  }
+  return { browser, newPage };
+}
+
+/** Waits until the wasm has hydrated the page. */
+export async function hydrated(page) {
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 20_000 });
+}
+
+/** Saves a full-page screenshot as screenshots/NAME-WIDTH.png. */
+export async function screenshot(page, name) {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const { width } = page.viewportSize();
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+}
+
+/** Applies a config through the REST API as `user`. */
+export async function applyConfig(url, yaml, { user = 'alice', message } = {}) {
+  const q = message ? `?message=${encodeURIComponent(message)}` : '';
+  const r = await fetch(`${url}/api/v1/scheduler/config${q}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/yaml', 'x-berth-user': user },
+    body: yaml,
+  });
+  const body = await r.json();
+  if (!r.ok) throw new Error(`apply failed: ${JSON.stringify(body)}`);
+  return body;
+}

@@ -1,0 +1,242 @@
+//! The `berth` command line: `serve`, and the `config` commands that talk to a server over
+//! HTTP (except `validate`, which runs the shared validator offline).
+//!
+//! Read commands print a table or YAML for people and take `-o json` for scripts. Exit codes:
+//! 0 success, 1 the request failed or the config is invalid, 2 bad usage (from clap).
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use app::config::diff::ConfigDiff;
+use app::config::validate::validate_text;
+use app::config::yaml::to_canonical_yaml;
+use app::config::Report;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::client::{Client, ClientError};
+
+/// Berth: a resource scheduler for ML and batch teams.
+#[derive(Debug, Parser)]
+#[command(name = "berth", version, about)]
+pub struct Cli {
+    /// Server to talk to.
+    #[arg(long, global = true, env = "BERTH_SERVER", default_value = "http://127.0.0.1:3000")]
+    pub server: String,
+    /// User id sent to the server (recorded as creator of config versions).
+    #[arg(long, global = true, env = "BERTH_USER")]
+    pub user: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the API and the dashboard.
+    Serve(ServeArgs),
+    /// Read, apply, diff and roll back the scheduler config.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// Options of `berth serve`.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "BERTH_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+    /// Database: sqlite://PATH (created when missing) or postgres://USER:PASS@HOST/DB.
+    #[arg(long, env = "BERTH_DATABASE_URL", default_value = "sqlite://data/berth.db")]
+    pub database_url: String,
+    /// Directory with the dashboard's static files (pkg/berth.js, .wasm, .css). Default:
+    /// `site/` next to the binary's build directory, else ./target/site.
+    #[arg(long, env = "BERTH_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
+}
+
+/// Output format of read commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Human-readable (a table, YAML or text).
+    Text,
+    Yaml,
+    Json,
+}
+
+/// `berth config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Apply a config file (YAML or JSON; `-` reads standard input) as the new active version.
+    Apply {
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
+        #[arg(short, long)]
+        message: Option<String>,
+        /// Refuse (409) unless this is still the active version.
+        #[arg(long)]
+        expected_version: Option<i64>,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Print the active config, or version N.
+    Get {
+        #[arg(long)]
+        version: Option<i64>,
+        #[arg(short, long, value_enum, default_value = "yaml")]
+        output: Output,
+    },
+    /// List versions, newest first.
+    Versions {
+        #[arg(long, default_value_t = 10)]
+        max_items: i64,
+        /// Continue after a page (the `next cursor` printed before).
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Show what changed from version A to version B.
+    Diff {
+        a: i64,
+        b: i64,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Restore version N as a new version.
+    Rollback {
+        version: i64,
+        #[arg(short, long)]
+        message: Option<String>,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Validate a config file offline with the server's own rules.
+    Validate {
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+}
+
+/// Runs a `config` command; returns the process exit code.
+pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
+    let client = Client::new(&cli.server, cli.user.clone());
+    let outcome = match command {
+        ConfigCommand::Validate { file, output } => return validate_file(file, *output),
+        ConfigCommand::Apply { file, message, expected_version, output } => {
+            let text = read_file(file)?;
+            client.apply(&text, message.as_deref(), *expected_version).await.map(|r| {
+                if *output == Output::Json {
+                    print_json(&r);
+                } else {
+                    let note = if r.changed { "" } else { " (no change: identical to the previous version)" };
+                    println!("applied version {}{note}", r.version);
+                    r.warnings.iter().for_each(|w| println!("  {w}"));
+                }
+            })
+        }
+        ConfigCommand::Get { version, output } => client.get(*version).await.map(|v| match output {
+            Output::Json => print_json(&v),
+            Output::Yaml | Output::Text => print!("{}", to_canonical_yaml(&v.config)),
+        }),
+        ConfigCommand::Versions { max_items, cursor, output } => {
+            client.versions(*max_items, cursor.as_deref()).await.map(|page| match output {
+                Output::Json => print_json(&page),
+                Output::Yaml => print!("{}", serde_yaml::to_string(&page).unwrap_or_default()),
+                Output::Text => print_versions(&page),
+            })
+        }
+        ConfigCommand::Diff { a, b, output } => client.diff(*a, *b).await.map(|d| match output {
+            Output::Json => print_json(&d),
+            Output::Yaml => print!("{}", serde_yaml::to_string(&d).unwrap_or_default()),
+            Output::Text => print_diff(&d),
+        }),
+        ConfigCommand::Rollback { version, message, output } => {
+            client.rollback(*version, message.as_deref()).await.map(|r| match output {
+                Output::Json => print_json(&r),
+                _ => println!("restored version {version} as version {}", r.version),
+            })
+        }
+    };
+    Ok(match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            report_error(&e);
+            1
+        }
+    })
+}
+
+fn read_file(path: &PathBuf) -> Result<String> {
+    if path.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).context("cannot read standard input")?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+fn validate_file(path: &PathBuf, output: Output) -> Result<i32> {
+    let text = read_file(path)?;
+    let (_, report) = validate_text(&text);
+    if output == Output::Json {
+        print_json(&serde_json::json!({ "valid": !report.has_errors(), "problems": report.problems }));
+    } else {
+        print_report(&report);
+        if !report.has_errors() {
+            println!("{}: valid", path.display());
+        }
+    }
+    Ok(if report.has_errors() { 1 } else { 0 })
+}
+
+fn print_report(report: &Report) {
+    for p in report.errors().chain(report.warnings()) {
+        println!("{p}");
+    }
+}
+
+fn print_json<T: serde::Serialize>(value: &T) {
+    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+}
+
+fn print_versions(page: &app::api::VersionPage) {
+    println!("{:>8}  {:<20}  {:<16}  MESSAGE", "VERSION", "APPLIED (UTC)", "BY");
+    for v in &page.versions {
+        let marker = if v.is_active { "*" } else { " " };
+        println!(
+            "{:>7}{marker}  {:<20}  {:<16}  {}",
+            v.version,
+            v.created_at.format("%Y-%m-%d %H:%M:%S"),
+            v.creator_id,
+            v.message.as_deref().unwrap_or("")
+        );
+    }
+    if let Some(c) = &page.next_cursor {
+        println!("more: --cursor {c}");
+    }
+}
+
+fn print_diff(d: &ConfigDiff) {
+    if d.identical {
+        println!("identical");
+        return;
+    }
+    for c in &d.changes {
+        println!("{:<9} {}", format!("{:?}", c.kind).to_lowercase(), c.summary);
+    }
+    println!();
+    print!("{}", d.unified);
+}
+
+fn report_error(e: &ClientError) {
+    eprintln!("error: {e}");
+    if let ClientError::Api(body, _) = e {
+        if let Ok(report) = serde_json::from_value::<Report>(body.error.details.clone()) {
+            report.problems.iter().for_each(|p| eprintln!("  {p}"));
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! The CLI's HTTP client for the REST API: every call returns the decoded body or the
+//! server's error, so the CLI can print the server's own message.
+
+use app::api::{ApplyResponse, ConfigVersion, ErrorBody, VersionPage};
+use app::config::diff::ConfigDiff;
+use reqwest::{Method, RequestBuilder, StatusCode};
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+/// A failed call: the server's error body, or why the server could not be reached.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("{}", .0.error.message)]
+    Api(ErrorBody, StatusCode),
+    #[error("cannot reach the Berth server at {url}: {source}")]
+    Unreachable { url: String, source: reqwest::Error },
+    #[error("unexpected response from the server ({status}): {body}")]
+    Unexpected { status: StatusCode, body: String },
+}
+
+/// A client of one Berth server.
+#[derive(Debug, Clone)]
+pub struct Client {
+    base: String,
+    user: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// A client of the server at `base` (e.g. `http://127.0.0.1:3000`), calling as `user`.
+    pub fn new(base: &str, user: Option<String>) -> Self {
+        Client { base: base.trim_end_matches('/').to_string(), user, http: reqwest::Client::new() }
+    }
+
+    fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        let mut req = self.http.request(method, format!("{}{path}", self.base));
+        if let Some(user) = &self.user {
+            req = req.header(crate::http::identity::USER_HEADER, user);
+        }
+        req
+    }
+
+    async fn send<T: DeserializeOwned>(&self, req: RequestBuilder) -> Result<T, ClientError> {
+        let resp = req.send().await.map_err(|source| ClientError::Unreachable { url: self.base.clone(), source })?;
+        let status = resp.status();
+        let body = resp.text().await.map_err(|source| ClientError::Unreachable { url: self.base.clone(), source })?;
+        if status.is_success() {
+            return serde_json::from_str(&body).map_err(|_| ClientError::Unexpected { status, body });
+        }
+        match serde_json::from_str::<ErrorBody>(&body) {
+            Ok(err) => Err(ClientError::Api(err, status)),
+            Err(_) => Err(ClientError::Unexpected { status, body }),
+        }
+    }
+
+    /// Applies a config given as YAML or JSON text.
+    pub async fn apply(&self, text: &str, message: Option<&str>, expected: Option<i64>) -> Result<ApplyResponse, ClientError> {
+        let mut query: Vec<(&str, String)> = Vec::new();
+        if let Some(m) = message {
+            query.push(("message", m.to_string()));
+        }
+        if let Some(v) = expected {
+            query.push(("expected_active_version", v.to_string()));
+        }
+        let is_json = text.trim_start().starts_with('{');
+        let content_type = if is_json { "application/json" } else { "application/yaml" };
+        let req = self
+            .request(Method::POST, "/api/v1/scheduler/config")
+            .query(&query)
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(text.to_string());
+        self.send(req).await
+    }
+
+    /// Version `version`, or the active one.
+    pub async fn get(&self, version: Option<i64>) -> Result<ConfigVersion, ClientError> {
+        let mut req = self.request(Method::GET, "/api/v1/scheduler/config");
+        if let Some(v) = version {
+            req = req.query(&[("version", v)]);
+        }
+        self.send(req).await
+    }
+
+    /// One page of versions.
+    pub async fn versions(&self, max_items: i64, cursor: Option<&str>) -> Result<VersionPage, ClientError> {
+        let mut req = self.request(Method::GET, "/api/v1/scheduler/config/versions").query(&[("max_items", max_items)]);
+        if let Some(c) = cursor {
+            req = req.query(&[("cursor", c)]);
+        }
+        self.send(req).await
+    }
+
+    /// Diff from version `from` to version `to`.
+    pub async fn diff(&self, from: i64, to: i64) -> Result<ConfigDiff, ClientError> {
+        let req = self.request(Method::GET, "/api/v1/scheduler/config/diff").query(&[("from", from), ("to", to)]);
+        self.send(req).await
+    }
+
+    /// Restores version `version` as a new version.
+    pub async fn rollback(&self, version: i64, message: Option<&str>) -> Result<ApplyResponse, ClientError> {
+        let req = self
+            .request(Method::POST, "/api/v1/scheduler/config/rollback")
+            .json(&json!({ "version": version, "message": message }));
+        self.send(req).await
+    }
+}

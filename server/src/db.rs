@@ -1,0 +1,146 @@
+//! The database: one pool over SQLite or PostgreSQL, chosen by the URL, migrated on connect.
+//!
+//! Queries are written once in the SQL both engines accept (`$1` placeholders, `RETURNING`,
+//! `BIGINT` timestamps in microseconds), and run through sqlx's `Any` driver.
+
+use std::str::FromStr;
+
+use sqlx::any::AnyPoolOptions;
+
+/// A pool over whichever engine the URL chose.
+pub type AnyPool = sqlx::Pool<sqlx::Any>;
+use sqlx::migrate::Migrator;
+
+static SQLITE_MIGRATOR: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATOR: Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// Which engine a [`Db`] talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DbKind {
+    Sqlite,
+    Postgres,
+}
+
+/// A migrated connection pool.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pub pool: AnyPool,
+    pub kind: DbKind,
+}
+
+/// Failure to open or migrate the database.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("unsupported database URL `{0}`: use sqlite://PATH or postgres://…")]
+    UnsupportedUrl(String),
+    #[error("cannot create the directory for the SQLite file {path}: {source}")]
+    CreateDir { path: String, source: std::io::Error },
+    #[error("cannot connect to the database: {0}")]
+    Connect(#[source] sqlx::Error),
+    #[error("cannot migrate the database: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+impl FromStr for DbKind {
+    type Err = DbError;
+
+    fn from_str(url: &str) -> Result<Self, DbError> {
+        if url.starts_with("sqlite:") {
+            Ok(DbKind::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(DbKind::Postgres)
+        } else {
+            Err(DbError::UnsupportedUrl(redact_url(url)))
+        }
+    }
+}
+
+impl Db {
+    /// Opens the database at `url` (creating a SQLite file and its directory when missing)
+    /// and runs the migrations.
+    pub async fn connect(url: &str) -> Result<Db, DbError> {
+        sqlx::any::install_default_drivers();
+        let kind: DbKind = url.parse()?;
+        let url = match kind {
+            DbKind::Sqlite => sqlite_url(url)?,
+            DbKind::Postgres => url.to_string(),
+        };
+        let options = AnyPoolOptions::new().max_connections(match kind {
+            DbKind::Sqlite => 4,
+            DbKind::Postgres => 10,
+        });
+        let options = if kind == DbKind::Sqlite {
+            // WAL lets readers proceed while one writer commits; concurrent writers wait on
+            // the busy timeout (sqlx's default, 5 s) instead of failing.
+            options.after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    use sqlx::Executor;
+                    conn.execute("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;").await?;
+                    Ok(())
+                })
+            })
+        } else {
+            options
+        };
+        let pool = options.connect(&url).await.map_err(DbError::Connect)?;
+        let migrator = match kind {
+            DbKind::Sqlite => &SQLITE_MIGRATOR,
+            DbKind::Postgres => &POSTGRES_MIGRATOR,
+        };
+        migrator.run(&pool).await?;
+        Ok(Db { pool, kind })
+    }
+}
+
+/// Adds `mode=rwc` so SQLite creates the file, and creates its directory.
+fn sqlite_url(url: &str) -> Result<String, DbError> {
+    let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path == ":memory:" {
+        return Ok("sqlite::memory:".into());
+    }
+    if !path.is_empty() {
+        if let Some(dir) = std::path::Path::new(path).parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|source| DbError::CreateDir { path: path.to_string(), source })?;
+        }
+    }
+    let mut query = query.to_string();
+    if !query.contains("mode=") {
+        query = if query.is_empty() { "mode=rwc".into() } else { format!("{query}&mode=rwc") };
+    }
+    Ok(format!("sqlite://{path}?{query}"))
+}
+
+/// The URL with any password replaced by `***`, safe to log or show.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let Some((userinfo, host)) = rest.split_once('@') else { return url.to_string() };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact_url("postgres://berth:s3cret@db:5432/berth"), "postgres://berth:***@db:5432/berth");
+        assert_eq!(redact_url("postgres://db/berth"), "postgres://db/berth");
+        assert_eq!(redact_url("sqlite://data/berth.db"), "sqlite://data/berth.db");
+    }
+
+    #[test]
+    fn sqlite_urls_get_create_mode() {
+        let dir = std::env::temp_dir().join(format!("berth-db-test-{}", std::process::id()));
+        let url = format!("sqlite://{}/x/berth.db", dir.display());
+        let got = sqlite_url(&url).unwrap();
+        assert!(got.ends_with("/x/berth.db?mode=rwc"), "{got}");
+        assert!(dir.join("x").is_dir());
+        assert_eq!(sqlite_url("sqlite::memory:").unwrap(), "sqlite::memory:");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -1,0 +1,111 @@
+//! Request bodies and query strings read by hand, so that every malformed input gets a JSON
+//! error naming the field, and YAML and JSON are both accepted and returned.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use super::error::ApiError;
+
+/// Largest request body accepted, in bytes.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// The raw body; too large or unreadable bodies become JSON errors.
+pub struct RawBody(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match Bytes::from_request(req, state).await {
+            Ok(bytes) => Ok(RawBody(bytes)),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::new(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload_too_large",
+                format!("request body is larger than the limit of {MAX_BODY} bytes"),
+            )),
+            Err(rejection) => Err(ApiError::bad_request(format!("cannot read the request body: {}", rejection.body_text()))),
+        }
+    }
+}
+
+impl RawBody {
+    /// The body as UTF-8 text.
+    pub fn text(&self) -> Result<&str, ApiError> {
+        std::str::from_utf8(&self.0).map_err(|_| ApiError::bad_request("request body is not valid UTF-8"))
+    }
+}
+
+/// The query string as a map; `get_i64` parses a number and names the parameter on failure.
+pub struct Params(pub HashMap<String, String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        let query = parts.uri.query().unwrap_or("");
+        serde_urlencoded_map(query).map(Params)
+    }
+}
+
+fn serde_urlencoded_map(query: &str) -> Result<HashMap<String, String>, ApiError> {
+    serde_urlencoded::from_str(query).map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))
+}
+
+impl Params {
+    /// The parameter `name` as text.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// The parameter `name` as an integer, or a 400 that says which parameter is wrong.
+    pub fn get_i64(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        self.get(name).map(|raw| parse_i64(name, raw)).transpose()
+    }
+}
+
+/// Parses `raw` as an integer for the field `name`, or a 400 naming it.
+pub fn parse_i64(name: &str, raw: &str) -> Result<i64, ApiError> {
+    raw.trim().parse().map_err(|_| ApiError::bad_request(format!("{name}: `{raw}` is not an integer")))
+}
+
+/// Whether the client sent YAML (by Content-Type).
+pub fn sent_yaml(headers: &HeaderMap) -> Option<bool> {
+    let ct = headers.get(CONTENT_TYPE)?.to_str().ok()?.to_ascii_lowercase();
+    if ct.contains("yaml") {
+        Some(true)
+    } else if ct.contains("json") {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Whether the client wants YAML back (`?format=yaml` or an Accept header naming yaml).
+pub fn wants_yaml(headers: &HeaderMap, params: &Params) -> bool {
+    match params.get("format") {
+        Some(f) => f.eq_ignore_ascii_case("yaml"),
+        None => headers
+            .get(ACCEPT)
+            .and_then(|a| a.to_str().ok())
+            .is_some_and(|a| a.to_ascii_lowercase().contains("yaml")),
+    }
+}
+
+/// `value` as JSON, or as YAML when asked for.
+pub fn respond<T: Serialize>(status: StatusCode, value: &T, yaml: bool) -> Response {
+    if yaml {
+        match serde_yaml::to_string(value) {
+            Ok(text) => (status, [(CONTENT_TYPE, "application/yaml")], text).into_response(),
+            Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
+        }
+    } else {
+        (status, axum::Json(value)).into_response()
+    }
+}

@@ -1,0 +1,78 @@
+//! Every failure of the API as one JSON shape, `{"error": {code, message, details}}`, with the
+//! status code that fits. The mapping from service errors happens here and only here.
+
+use app::api::{ErrorBody, ErrorDetail};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+use crate::service::ServiceError;
+use crate::store::StoreError;
+
+/// An API error: status, machine-readable code, message for people, optional details.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    pub details: serde_json::Value,
+}
+
+impl ApiError {
+    /// 400 with `message`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 404 with `message`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// Any status with a code and message, no details.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError { status, code, message: message.into(), details: serde_json::Value::Null }
+    }
+}
+
+impl From<ServiceError> for ApiError {
+    fn from(err: ServiceError) -> Self {
+        match err {
+            ServiceError::Invalid(report) => ApiError {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                code: "invalid_config",
+                message: summarize(&report),
+                details: json!({ "problems": report.problems }),
+            },
+            ServiceError::BadRequest(message) => ApiError::bad_request(message),
+            ServiceError::Store(StoreError::NotFound(v)) => ApiError::not_found(format!("config version {v} does not exist")),
+            ServiceError::Store(e @ StoreError::Conflict { expected, actual }) => ApiError {
+                status: StatusCode::CONFLICT,
+                code: "conflict",
+                message: e.to_string(),
+                details: json!({ "expected_active_version": expected, "active_version": actual }),
+            },
+            ServiceError::Store(e) => {
+                tracing::error!(error = %e, "store failure");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+            }
+        }
+    }
+}
+
+fn summarize(report: &app::config::Report) -> String {
+    let errors: Vec<_> = report.errors().collect();
+    match errors.as_slice() {
+        [one] => format!("invalid config: {one}"),
+        many => format!("invalid config: {} errors, first: {}", many.len(), many[0]),
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody {
+            error: ErrorDetail { code: self.code.to_string(), message: self.message, details: self.details },
+        };
+        (self.status, axum::Json(body)).into_response()
+    }
+}

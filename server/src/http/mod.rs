@@ -1,0 +1,54 @@
+//! The HTTP surface: the REST API under `/api/v1`, health checks, and the dashboard.
+//!
+//! [`router`] builds the whole thing so tests can drive it in-process with `oneshot`.
+
+pub mod body;
+pub mod config;
+pub mod error;
+pub mod identity;
+
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use leptos::config::LeptosOptions;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::state::AppState;
+use error::ApiError;
+
+/// The REST API and health checks, without the dashboard.
+pub fn api_router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .nest("/scheduler/config", config::routes())
+        .fallback(|| async { ApiError::not_found("no such API endpoint") });
+    Router::new()
+        .nest("/api/v1", v1)
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .layer(DefaultBodyLimit::max(body::MAX_BODY))
+        .with_state(state)
+}
+
+/// The API plus the server-rendered dashboard and its static files.
+pub fn router(state: AppState, leptos: LeptosOptions) -> Router {
+    api_router(state.clone())
+        .merge(crate::ui::dashboard(state, leptos))
+        .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(30)))
+        .layer(TraceLayer::new_for_http())
+}
+
+/// Ready when the database answers.
+async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
+    match sqlx::query("SELECT 1").execute(&state.db.pool).await {
+        Ok(_) => (StatusCode::OK, "ready").into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "database not ready");
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "database unreachable").into_response()
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The real `berth` binary: `berth serve` in a child process, and the `config` commands run
+//! against it as a user would run them.
+
+use std::io::Write;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_berth");
+const SEED: &str = include_str!("../../app/src/config/testdata/seed_example.yaml");
+
+/// A `berth serve` child on a free port over a fresh SQLite file; killed on drop.
+struct Server {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Server {
+    fn start() -> Server {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = std::env::temp_dir().join(format!("berth-cli-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let child = Command::new(BIN)
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "berth serve did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server { child, url: format!("http://127.0.0.1:{port}"), dir }
+    }
+
+    fn berth(&self, args: &[&str]) -> Output {
+        Command::new(BIN).args(["--server", &self.url, "--user", "carol"]).args(args).output().unwrap()
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.dir.join(name);
+        std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
+        path.display().to_string()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn apply_get_versions_diff_rollback() {
+    let server = Server::start();
+    let seed = server.file("seed.yaml", SEED);
+    let out = server.berth(&["config", "apply", "-f", &seed, "--message", "first real config"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "applied version 2");
+
+    let smaller = server.file("smaller.yaml", &SEED.replace("nominal_quota: 64", "nominal_quota: 16"));
+    let out = server.berth(&["config", "apply", "-f", &smaller, "-o", "json"]);
+    let body: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["version"], 3);
+
+    // `get` prints canonical YAML, ready to apply again; -o json gives the whole record.
+    let out = server.berth(&["config", "get", "--version", "2"]);
+    assert_eq!(stdout(&out), SEED);
+    let out = server.berth(&["config", "get", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["version"], 3);
+    assert_eq!(v["creator_id"], "carol");
+
+    let out = server.berth(&["config", "versions"]);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("VERSION") && lines[0].contains("MESSAGE"), "{text}");
+    assert!(lines[1].trim_start().starts_with("3*"), "active marker on the newest: {text}");
+    assert!(lines[2].contains("first real config"), "{text}");
+    let out = server.berth(&["config", "versions", "--max-items", "2", "-o", "json"]);
+    let page: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(page["versions"].as_array().unwrap().len(), 2);
+    assert_eq!(page["next_cursor"], "2");
+
+    let out = server.berth(&["config", "diff", "2", "3"]);
+    let text = stdout(&out);
+    assert!(text.contains("-                nominal_quota: 64"), "{text}");
+    assert!(text.contains("+                nominal_quota: 16"), "{text}");
+
+    let out = server.berth(&["config", "rollback", "2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "restored version 2 as version 4");
+    let out = server.berth(&["config", "get"]);
+    assert_eq!(stdout(&out), SEED);
+}
+
+#[test]
+fn server_errors_are_printed_with_exit_code_1() {
+    let server = Server::start();
+    let bad = server.file("bad.yaml", "scheduling_rules:\n  - resource_queue: nowhere\n");
+    let out = server.berth(&["config", "apply", "-f", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(err.contains("scheduling_rules[0].resource_queue"), "{err}");
+    let out = server.berth(&["config", "get", "--version", "77"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("config version 77 does not exist"), "{}", stderr(&out));
+    let out = server.berth(&["config", "diff", "1", "x"]);
+    assert_eq!(out.status.code(), Some(2), "clap rejects a non-numeric version");
+}
+
+#[test]
+fn validate_runs_offline() {
+    // No server at all: validate must not need one.
+    let dir = std::env::temp_dir().join(format!("berth-validate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let good = write("good.yaml", SEED);
+    let bad = write("bad.yaml", "resource_queues:\n  - name: \"\"\n  - name: q\n    bogus: 1\n");
+    let run = |p: &Path, extra: &[&str]| {
+        Command::new(BIN).args(["--server", "http://127.0.0.1:1", "config", "validate", "-f"]).arg(p).args(extra).output().unwrap()
+    };
+    let out = run(&good, &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("valid"));
+    let out = run(&bad, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("error: resource_queues[0].name"), "{text}");
+    assert!(text.contains("error: resource_queues[1].bogus"), "{text}");
+    let out = run(&bad, &["-o", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["valid"], false);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn unreachable_server_is_a_clear_error() {
+    let out = Command::new(BIN).args(["--server", "http://127.0.0.1:1", "config", "versions"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("cannot reach the Berth server at http://127.0.0.1:1"), "{}", stderr(&out));
+}

@@ -1,0 +1,115 @@
+//! Test helpers: a real server on a free port over a fresh database, SQLite file or
+//! PostgreSQL database, per test (zero2prod's `spawn_app`).
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use server::db::Db;
+use server::state::AppState;
+
+/// Which database a test runs against.
+#[derive(Debug, Clone, Copy)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A running server and a client for it.
+#[derive(Clone)]
+pub struct TestApp {
+    pub url: String,
+    pub http: reqwest::Client,
+    pub db_url: String,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{prefix}_{}_{}_{}", std::process::id(), nanos % 1_000_000_000, COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A fresh, empty database of `backend`; its URL.
+pub async fn fresh_database(backend: Backend) -> String {
+    match backend {
+        Backend::Sqlite => {
+            let dir = std::env::temp_dir().join(unique("berth_test"));
+            std::fs::create_dir_all(&dir).unwrap();
+            format!("sqlite://{}/berth.db", dir.display())
+        }
+        Backend::Postgres => {
+            let admin = std::env::var("BERTH_TEST_PG_URL").expect(
+                "BERTH_TEST_PG_URL is not set: the PostgreSQL tests need a server (`make test` starts one with .ci/pg.sh)",
+            );
+            let name = unique("berth_test");
+            let mut conn = <sqlx::PgConnection as sqlx::Connection>::connect(&admin).await.expect("connect to PostgreSQL");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
+            let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap();
+            format!("{base}/{name}")
+        }
+    }
+}
+
+impl TestApp {
+    /// Starts the full router (API + dashboard) on a free port over a fresh database.
+    pub async fn spawn(backend: Backend) -> TestApp {
+        let db_url = fresh_database(backend).await;
+        let db = Db::connect(&db_url).await.expect("database opens and migrates");
+        let state = AppState::new(db).await.expect("state");
+        let leptos = leptos::config::LeptosOptions::builder().output_name("berth").build();
+        let app = server::http::router(state, leptos);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        TestApp { url, http: reqwest::Client::new(), db_url }
+    }
+
+    /// GET `path`; status and JSON body (Null when the body is not JSON).
+    pub async fn get(&self, path: &str) -> (u16, Value) {
+        let r = self.http.get(format!("{}{path}", self.url)).send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// GET `path` as text.
+    pub async fn get_text(&self, path: &str, accept: &str) -> (u16, String) {
+        let r = self.http.get(format!("{}{path}", self.url)).header("accept", accept).send().await.unwrap();
+        (r.status().as_u16(), r.text().await.unwrap())
+    }
+
+    /// POST `body` with `content_type` to `path` as `user`.
+    pub async fn post(&self, path: &str, content_type: &str, body: impl Into<reqwest::Body>, user: Option<&str>) -> (u16, Value) {
+        let mut req = self.http.post(format!("{}{path}", self.url)).header("content-type", content_type).body(body);
+        if let Some(u) = user {
+            req = req.header("x-berth-user", u);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// Applies a YAML config; status and body.
+    pub async fn apply_yaml(&self, yaml: &str, query: &str) -> (u16, Value) {
+        self.post(&format!("/api/v1/scheduler/config{query}"), "application/yaml", yaml.to_string(), Some("tester")).await
+    }
+
+    /// Applies a JSON apply request.
+    pub async fn apply_json(&self, body: &Value) -> (u16, Value) {
+        self.post("/api/v1/scheduler/config", "application/json", body.to_string(), Some("tester")).await
+    }
+}
+
+/// Generates one `#[tokio::test]` per database for each async fn taking a [`Backend`].
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::common::Backend::Sqlite).await } )*
+        }
+        mod postgres {
+            $( #[tokio::test(flavor = "multi_thread", worker_threads = 4)] async fn $name() { super::$name($crate::common::Backend::Postgres).await } )*
+        }
+    };
+}
