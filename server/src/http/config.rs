@@ -97,10 +97,10 @@ fn read_apply_body(headers: &HeaderMap, body: &RawBody) -> Result<(SchedulerConf
     Ok((parse(text, Format::Yaml).map_err(problems)?, ApplyMeta::default()))
 }
 
+/// A body that is not JSON at all is an invalid config, with the place it broke.
 fn invalid_body(message: String, line: usize, column: usize) -> ApiError {
-    let mut e = ApiError::bad_request(format!("{message}"));
-    e.details = json!({ "line": line, "column": column });
-    e
+    let problem = app::config::Problem { line: Some(line), column: Some(column), ..app::config::Problem::error("", message) };
+    problems(vec![problem])
 }
 
 /// Parse problems (syntax, types, unknown keys) are a 422 like any other invalid config.

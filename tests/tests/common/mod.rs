@@ -90,6 +90,21 @@ impl TestApp {
         (status, r.json().await.unwrap_or(Value::Null))
     }
 
+    /// Sends only a request head (`head` without the blank line) over a raw connection and
+    /// reads the response: for refusals that must come before any body is read.
+    pub async fn raw_head(&self, head: &str) -> (u16, Value) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.url.trim_start_matches("http://");
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(format!("{head}host: {addr}\r\nconnection: close\r\n\r\n").as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.unwrap();
+        let text = String::from_utf8_lossy(&response);
+        let status = text.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+        let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+
     /// Applies a YAML config; status and body.
     pub async fn apply_yaml(&self, yaml: &str, query: &str) -> (u16, Value) {
         self.post(&format!("/api/v1/scheduler/config{query}"), "application/yaml", yaml.to_string(), Some("tester")).await
