@@ -3,10 +3,16 @@
 //! Everything here is pure and compiles for the server and for the browser (wasm32), so the
 //! dashboard validates a draft with exactly the code the server runs on apply.
 
+#[cfg(test)]
+mod fixtures;
 pub mod model;
+pub mod parse;
 pub mod problem;
 pub mod selector;
+pub mod yaml;
 
 pub use model::*;
+pub use parse::{from_json_value, parse, parse_auto, Format};
 pub use problem::{Problem, Report, Severity};
 pub use selector::Labels;
+pub use yaml::to_canonical_yaml;
