@@ -9,10 +9,12 @@ pub mod model;
 pub mod parse;
 pub mod problem;
 pub mod selector;
+pub mod validate;
 pub mod yaml;
 
 pub use model::*;
 pub use parse::{from_json_value, parse, parse_auto, Format};
 pub use problem::{Problem, Report, Severity};
 pub use selector::Labels;
+pub use validate::{validate, validate_text, validate_with_nodes, NodeInfo};
 pub use yaml::to_canonical_yaml;

@@ -117,11 +117,12 @@ fn parse_json(text: &str) -> Result<SchedulerConfig, Vec<Problem>> {
     Err(problems)
 }
 
+/// The config or the failing path and error, plus the unknown-key problems.
+type Tracked<E> = (Result<SchedulerConfig, (String, E)>, Vec<Problem>);
+
 /// Deserializes through both wrappers: the config (or the failing path and error) plus one
 /// problem per unknown key, in document order.
-fn deserialize_tracked<'de, D: Deserializer<'de>>(
-    de: D,
-) -> (Result<SchedulerConfig, (String, D::Error)>, Vec<Problem>) {
+fn deserialize_tracked<'de, D: Deserializer<'de>>(de: D) -> Tracked<D::Error> {
     let mut problems = Vec::new();
     let mut track = serde_path_to_error::Track::new();
     let tracked = serde_path_to_error::Deserializer::new(de, &mut track);
