@@ -5,6 +5,7 @@
 
 #[cfg(test)]
 mod fixtures;
+pub mod diff;
 pub mod model;
 pub mod parse;
 pub mod problem;
@@ -12,6 +13,7 @@ pub mod selector;
 pub mod validate;
 pub mod yaml;
 
+pub use diff::{diff, diff_labeled, line_diff, Change, ChangeKind, ConfigDiff, DiffLine, LineTag, Section};
 pub use model::*;
 pub use parse::{from_json_value, parse, parse_auto, Format};
 pub use problem::{Problem, Report, Severity};

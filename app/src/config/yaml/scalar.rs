@@ -16,12 +16,13 @@ pub(super) fn number(n: &Number, free_form: bool) -> String {
     if let Some(i) = n.as_i64() {
         return i.to_string();
     }
-    let x = n.as_f64().unwrap_or(f64::NAN);
+    // -0 equals 0, so it is written as 0: equal configs must have the same text.
+    let x = n.as_f64().map_or(f64::NAN, |x| if x == 0.0 { 0.0 } else { x });
     if x.is_nan() {
         ".nan".into()
     } else if x.is_infinite() {
         if x > 0.0 { ".inf" } else { "-.inf" }.into()
-    } else if !free_form && x.fract() == 0.0 && x.abs() < 1e15 && !(x == 0.0 && x.is_sign_negative()) {
+    } else if !free_form && x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{x}")
     } else {
         // Debug is the shortest text that reads back to the same f64 (`1e300`, `64.0`).

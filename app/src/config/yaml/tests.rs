@@ -78,7 +78,7 @@ fn numbers_are_shortest_and_integral_quotas_have_no_fraction() {
     let cases = [
         (64.0, "64"),
         (0.0, "0"),
-        (-0.0, "-0.0"),
+        (-0.0, "0"),
         (0.5, "0.5"),
         (1.125, "1.125"),
         (1e300, "1e300"),
