@@ -1,13 +1,202 @@
-//! TEMPORARY stub until the config branch lands.
-use super::{Problem, Report, SchedulerConfig};
-pub fn validate(cfg: &SchedulerConfig) -> Report {
-    let mut r = Report::default();
-    for (i, q) in cfg.queues().iter().enumerate() { if q.name.is_empty() { r.problems.push(Problem::error(format!("resource_queues[{i}].name"), "empty")) } }
-    r
+//! Checks a parsed config against the rules of PRODUCT.md §2 and reports *every* problem at
+//! once, in document order, each with its field path and a message that names the value.
+//!
+//! Errors block an apply; warnings (unreachable rules, unused flavors and queues, quotas
+//! above the capacity the nodes have) are shown but allowed. The same code runs on the
+//! server on apply and in the browser as the admin types.
+//!
+//! The built-in queue `default`: with no queues defined at all, every job goes to a built-in
+//! `default` queue, so rules may target `default` (and nothing else). As soon as any queue is
+//! defined, `default` is an ordinary name: a rule may target it only if a queue of that name
+//! is defined.
+
+mod flavors;
+mod queues;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{MatchExpression, SchedulerConfig};
+use super::parse::parse_auto;
+use super::problem::{Problem, Report};
+use super::selector::Labels;
+
+/// The queue every job goes to when no queues are defined.
+pub const BUILTIN_QUEUE: &str = "default";
+
+/// A node as a backend reports it: its labels (what flavors select on) and its capacity per
+/// resource (`cpu`, `gpu`, `memory_gb`, custom names).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeInfo {
+    pub name: String,
+    #[serde(default)]
+    pub labels: Labels,
+    #[serde(default)]
+    pub capacity: BTreeMap<String, f64>,
 }
+
+/// Every problem of `cfg` that can be found without knowing the nodes.
+pub fn validate(cfg: &SchedulerConfig) -> Report {
+    Checker::new(cfg, None).run()
+}
+
+/// Like [`validate`], plus warnings about flavors that select no node and quotas above the
+/// total capacity of the nodes a flavor selects.
+pub fn validate_with_nodes(cfg: &SchedulerConfig, nodes: &[NodeInfo]) -> Report {
+    Checker::new(cfg, Some(nodes)).run()
+}
+
+/// Parses (YAML or JSON) and validates; parse problems, if any, are the whole report.
 pub fn validate_text(text: &str) -> (Option<SchedulerConfig>, Report) {
-    match super::parse::parse_auto(text) {
-        Ok(c) => { let r = validate(&c); (Some(c), r) }
-        Err(p) => (None, Report { problems: p }),
+    match parse_auto(text) {
+        Ok(cfg) => {
+            let report = validate(&cfg);
+            (Some(cfg), report)
+        }
+        Err(problems) => (None, Report { problems }),
+    }
+}
+
+/// One validation run: the config, what is known about it up front, and the problems found.
+struct Checker<'a> {
+    cfg: &'a SchedulerConfig,
+    nodes: Option<&'a [NodeInfo]>,
+    /// Index of the first flavor with each name.
+    flavor_index: HashMap<&'a str, usize>,
+    /// Index of the first queue with each name.
+    queue_index: HashMap<&'a str, usize>,
+    /// Flavor names some queue refers to.
+    used_flavors: HashSet<&'a str>,
+    /// Queue names some rule routes to.
+    routed_queues: HashSet<&'a str>,
+    problems: Vec<Problem>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(cfg: &'a SchedulerConfig, nodes: Option<&'a [NodeInfo]>) -> Self {
+        let used_flavors = cfg
+            .queues()
+            .iter()
+            .flat_map(|q| q.resource_groups.as_deref().unwrap_or_default())
+            .flat_map(|g| &g.flavors)
+            .map(|f| f.name.as_str())
+            .collect();
+        Checker {
+            cfg,
+            nodes,
+            flavor_index: first_indices(cfg.flavors().iter().map(|f| f.name.as_str())),
+            queue_index: first_indices(cfg.queues().iter().map(|q| q.name.as_str())),
+            used_flavors,
+            routed_queues: cfg.rules().iter().map(|r| r.resource_queue.as_str()).collect(),
+            problems: Vec::new(),
+        }
+    }
+
+    fn run(mut self) -> Report {
+        self.flavors();
+        self.queues();
+        self.rules();
+        Report { problems: self.problems }
+    }
+
+    fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem::error(path, message));
+    }
+
+    fn warning(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.problems.push(Problem::warning(path, message));
+    }
+
+    /// A name of a flavor or queue (`what`) at `path`: non-blank, and the first of its kind.
+    fn unique_name(&mut self, path: String, what: &str, name: &str, index: usize, first: Option<usize>) {
+        let section = match what {
+            "flavor" => "resource_flavors",
+            _ => "resource_queues",
+        };
+        if is_blank(name) {
+            self.error(path, format!("{what} name must not be empty"));
+        } else if let Some(first) = first.filter(|&f| f != index) {
+            self.error(path, format!("duplicate {what} name `{name}`: already used by {section}[{first}]"));
+        }
+    }
+
+    /// The expressions of a flavor's or a rule's selector at `path`.
+    fn selector(&mut self, path: &str, selector: Option<&[MatchExpression]>) {
+        for (j, e) in selector.unwrap_or_default().iter().enumerate() {
+            if is_blank(&e.key) {
+                self.error(format!("{path}[{j}].key"), "selector key must not be empty");
+            }
+            let values = e.values.as_deref().unwrap_or_default();
+            let op = e.operator.as_str();
+            if e.operator.takes_values() && values.is_empty() {
+                self.error(format!("{path}[{j}].values"), format!("operator `{op}` needs at least one value"));
+            } else if !e.operator.takes_values() && !values.is_empty() {
+                self.error(
+                    format!("{path}[{j}].values"),
+                    format!("operator `{op}` takes no values, but has [{}]", values.join(", ")),
+                );
+            }
+        }
+    }
+
+    /// A quota-like number: finite, not negative, at most 3 decimals.
+    fn quantity(&mut self, path: String, field: &str, value: Option<f64>) {
+        let Some(x) = value else { return };
+        if !x.is_finite() {
+            self.error(path, format!("{field} must be a finite number, not {}", number(x)));
+        } else if x < 0.0 {
+            self.error(path, format!("{field} must not be negative, but is {}", number(x)));
+        } else if !has_at_most_3_decimals(x) {
+            self.error(path, format!("{field} allows at most 3 decimal places, but is {}", number(x)));
+        }
+    }
+
+    /// One of a fixed set of policy names (`accepted`) at `path`, when given.
+    fn one_of(&mut self, path: String, field: &str, value: Option<&str>, accepted: &[&str]) {
+        if let Some(v) = value.filter(|v| !accepted.contains(v)) {
+            self.error(path, format!("unknown {field} `{v}`; accepted: {}", accepted.join(", ")));
+        }
+    }
+}
+
+/// Index of the first occurrence of each name.
+fn first_indices<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<&'a str, usize> {
+    let mut out = HashMap::new();
+    for (i, name) in names.enumerate() {
+        out.entry(name).or_insert(i);
+    }
+    out
+}
+
+fn is_blank(s: &str) -> bool {
+    s.trim().is_empty()
+}
+
+/// Whether `x` (finite) has at most 3 decimal places, as written: `0.1 + 0.2` passes. The
+/// tolerance is a few ulps of `x * 1000`, which is how far binary rounding can move it.
+pub(crate) fn has_at_most_3_decimals(x: f64) -> bool {
+    let scaled = x * 1000.0;
+    (scaled - scaled.round()).abs() <= 1e-7 + scaled.abs() * 2.0 * f64::EPSILON
+}
+
+/// A number as a person writes it: `64`, `0.5`, `1e300`, `inf`.
+pub(crate) fn number(x: f64) -> String {
+    if x == 0.0 || (1e-6..1e15).contains(&x.abs()) || !x.is_finite() {
+        format!("{x}")
+    } else {
+        format!("{x:?}")
+    }
+}
+
+/// `names` as `a, b, c`, or `none` when empty.
+fn list(names: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let names: Vec<String> = names.into_iter().map(|n| format!("`{}`", n.as_ref())).collect();
+    match names.is_empty() {
+        true => "none".into(),
+        false => names.join(", "),
     }
 }
