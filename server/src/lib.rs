@@ -1,1 +1,3 @@
 //! The Berth server: CLI, HTTP API, dashboard serving, the versioned config store.
+
+pub mod engine;
