@@ -52,7 +52,7 @@ pub(crate) enum Fit {
     /// Resource `res` is covered by no group of the queue.
     Uncovered { res: usize },
     /// Nothing fits; see `Scratch::misses`.
-    NoFit,
+    Nowhere,
 }
 
 /// Fills `sc.groups` with the groups `row` touches; `Err(res)` for an uncovered resource.
@@ -169,7 +169,7 @@ pub(crate) fn fit(st: &mut State, q: usize, row: &[Milli], sc: &mut Scratch) -> 
             }
         }
         if !next_combo(st, q, sc) {
-            return Fit::NoFit;
+            return Fit::Nowhere;
         }
     }
 }

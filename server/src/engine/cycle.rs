@@ -96,7 +96,7 @@ impl Cycle {
         match assign::fit(st, q, &row, &mut self.sc) {
             Fit::Fits { node } => self.admit(st, q, j, &row, node),
             Fit::Uncovered { res } => self.wait(st, q, j, explain::uncovered(st, q, res).into()),
-            Fit::NoFit => {
+            Fit::Nowhere => {
                 let mut why = None;
                 if def.preempt_lower_priority {
                     match self.preempt(st, q, j, &row) {
@@ -108,13 +108,16 @@ impl Cycle {
                     }
                 }
                 let reason: Arc<str> = explain::no_fit(st, q, &row, &self.sc.misses, why, prio).into();
-                self.last[q] = Some(LastMiss {
-                    epoch: st.epoch,
-                    q_epoch: self.q_epoch[q],
+                let last = self.last[q].get_or_insert_with(|| LastMiss {
+                    epoch: 0,
+                    q_epoch: 0,
                     prio,
-                    row: row.clone(),
+                    row: Vec::with_capacity(row.len()),
                     reason: reason.clone(),
                 });
+                (last.epoch, last.q_epoch, last.prio, last.reason) = (st.epoch, self.q_epoch[q], prio, reason.clone());
+                last.row.clear();
+                last.row.extend_from_slice(&row);
                 self.after_no_fit(st, q, j);
                 self.wait(st, q, j, reason);
             }

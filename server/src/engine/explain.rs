@@ -73,9 +73,6 @@ pub(crate) fn no_fit(st: &State, q: usize, row: &[Milli], misses: &[Miss], preem
             }
         }
     }
-    if def.groups.is_empty() {
-        out.push_str("the queue has no resource groups");
-    }
     match preempt {
         None => {}
         Some(NoVictims::NoCandidates) => {

@@ -32,7 +32,7 @@
 //!   covers (Kueue's choice: it could never be charged, so it would wait forever); a request
 //!   no single node matching the queue's flavors could ever hold, naming the biggest node.
 //!   A request above quota is not rejected (quotas change on apply); it waits with a reason.
-//! * [`schedule`] runs one cycle (see [`cycle`]): snapshot → order → assign flavors → pick
+//! * [`schedule`] runs one cycle (`cycle.rs`): snapshot → order → assign flavors → pick
 //!   victims → plan.
 //!
 //! # Semantics of a cycle
@@ -59,14 +59,14 @@
 //!   preemption) blocks the rest of its queue this cycle, and their reason says so. A job
 //!   that can never be admitted (uncovered resource, empty request) does not block.
 //! * **Preemption** only for `within_resource_queue: lower_priority` (`never` or omitted
-//!   never preempts), only when nothing fits without it: see [`preempt`]. The preemptor is
+//!   never preempts), only when nothing fits without it: see `preempt.rs`. The preemptor is
 //!   admitted *in the same plan*, with its victims' quota and node capacity released in the
 //!   cycle's working copy; the applier must stop every victim before starting any
 //!   admission. Victims are never of equal or higher priority, never from another queue,
 //!   never chosen twice, and never jobs admitted in the same cycle.
 //! * **Explanations.** Every pending job not admitted gets a position (1-based, per queue,
 //!   in admission order) and a reason with one sentence per flavor tried, plus why
-//!   preemption did not help; see [`explain`].
+//!   preemption did not help; see `explain.rs`.
 //!
 //! # Cost
 //!

@@ -10,6 +10,10 @@
 //! `fillBackWorkloads`, each victim but the last is put back if the job still fits without
 //! it. The result is the greedy-minimal set in that order, not a global optimum.
 
+// Rows, quota cells and node capacity are parallel arrays indexed by resource; an index
+// loop over them reads more plainly than zipped iterators.
+#![allow(clippy::needless_range_loop)]
+
 use super::assign::{combo_set, first_combo, next_combo, slot_of, Scratch};
 use super::resources::Milli;
 use super::state::State;
@@ -162,7 +166,7 @@ fn apply(st: &State, sc: &mut Scratch, set: usize, v: usize, remove: bool) {
         Some(at) => at,
         None => {
             sc.extra_nodes.push(n);
-            sc.extra.extend(std::iter::repeat(Milli::ZERO).take(r));
+            sc.extra.extend(std::iter::repeat_n(Milli::ZERO, r));
             sc.extra_nodes.len() - 1
         }
     };

@@ -6,6 +6,10 @@
 //! its node. The cycle then mutates this *copy*, never the snapshot: admissions charge it,
 //! preemption releases victims from it.
 
+// Rows, quota cells and node capacity are parallel arrays indexed by resource; an index
+// loop over them reads more plainly than zipped iterators.
+#![allow(clippy::needless_range_loop)]
+
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -118,7 +122,7 @@ impl<'a> State<'a> {
                 quota.extend_from_slice(&s.quota);
                 // Names only jobs mention: unlimited in the catch-all default queue, and
                 // uncovered (so never checked) anywhere else.
-                quota.extend(std::iter::repeat(Milli::UNLIMITED).take(r - s.quota.len()));
+                quota.extend(std::iter::repeat_n(Milli::UNLIMITED, r - s.quota.len()));
             }
         }
         let usage = vec![Milli::ZERO; quota.len()];
@@ -285,7 +289,9 @@ impl<'a> State<'a> {
             return None;
         }
         let mut best: Option<(i64, usize)> = None;
-        let mut bound = vec![Milli::ZERO; r];
+        // The scan sees every node of the set, so it makes the bound exact again.
+        s.bound.iter_mut().for_each(|b| *b = Milli::ZERO);
+        let bound = &mut s.bound;
         for &n in &s.nodes {
             let free = &self.free[n * r..(n + 1) * r];
             let mut fits = true;
@@ -306,7 +312,6 @@ impl<'a> State<'a> {
                 best = Some((sc, n));
             }
         }
-        s.bound = bound;
         if best.is_none() {
             if s.fails.len() == FAIL_MEMORY {
                 s.fails.remove(0);
