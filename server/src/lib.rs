@@ -1,11 +1,14 @@
-//! The Berth server: CLI, HTTP API, dashboard serving and the versioned config store.
+//! The Berth server: CLI, HTTP API, dashboard serving, the versioned config store and the
+//! admission engine.
 //!
 //! Layers, top to bottom: `cli` (the binary's commands) → `http` (axum router, one error
 //! mapping) and `ui` (Leptos SSR) → `service` (the only entry to the data) → `store` → `db`.
+//! `engine` is pure: a snapshot in, a plan out.
 
 pub mod cli;
 pub mod client;
 pub mod db;
+pub mod engine;
 pub mod http;
 pub mod serve;
 pub mod service;

@@ -1,0 +1,348 @@
+//! Compiling a raw [`SchedulerConfig`] into the engine's checked form.
+//!
+//! The raw config names things by string; the engine works on indices. Compiling resolves
+//! every name once, turns quotas into fixed-point [`Milli`] tables (`UNLIMITED` for an omitted
+//! `nominal_quota` or an unlisted resource, `0` = blocked) and picks policies from their
+//! registries. Validation proper lives in `app`; this only refuses what the engine could not
+//! run, with the same kind of path, and never panics.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use app::config::{MatchExpression, OnViolation, Operator, SchedulerConfig, WithinQueuePreemption};
+
+use super::policy::{self, OrderingPolicy, PlacementPolicy, QueueingStrategy};
+use super::resources::{Milli, Name};
+
+/// Name of the queue (and, if the config has no flavor by that name, the flavor) compile adds
+/// when the config has no scheduling rules.
+pub const DEFAULT_QUEUE: &str = "default";
+
+/// Why a config cannot be compiled: the first problem found, with its path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {message}")]
+pub struct CompileError {
+    /// Where, e.g. `resource_queues[0].resource_groups[1].flavors[0].name`.
+    pub path: String,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+/// A config ready for the engine: names resolved to indices, quotas in milli-units.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// Interned resource names; `cpu`, `gpu`, `memory_gb` are always 0, 1, 2.
+    pub(crate) resources: Vec<Name>,
+    pub(crate) flavors: Vec<FlavorDef>,
+    pub(crate) queues: Vec<QueueDef>,
+    pub(crate) queue_ids: HashMap<Name, usize>,
+    pub(crate) rules: Vec<RuleDef>,
+    /// Where jobs go when there are no rules.
+    pub(crate) default_queue: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct FlavorDef {
+    pub name: Name,
+    pub selector: Vec<MatchExpression>,
+    /// The selector as a person reads it: `market in [spot] and zone exists`.
+    pub described: String,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct QueueDef {
+    pub name: Name,
+    pub preempt_lower_priority: bool,
+    pub ordering: &'static OrderingPolicy,
+    pub placement: &'static PlacementPolicy,
+    pub strategy: QueueingStrategy,
+    pub groups: Vec<GroupDef>,
+    /// One slot per (group, flavor), groups in order, flavors in preference order.
+    pub slots: Vec<SlotDef>,
+    /// Per interned resource: the group covering it.
+    pub covered: Vec<Option<usize>>,
+    /// The built-in default queue: group 0 covers every resource, even unknown names.
+    pub covers_everything: bool,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct GroupDef {
+    /// Covered resources in config order.
+    pub resources: Vec<usize>,
+    pub slots: Range<usize>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct SlotDef {
+    pub flavor: usize,
+    pub group: usize,
+    /// Per interned resource; `UNLIMITED` when not limited.
+    pub quota: Vec<Milli>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct RuleDef {
+    pub queue: usize,
+    pub selector: Option<Vec<MatchExpression>>,
+    pub default: Option<i64>,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub on_violation: OnViolation,
+}
+
+fn err(path: impl Into<String>, message: impl Into<String>) -> CompileError {
+    CompileError { path: path.into(), message: message.into() }
+}
+
+/// Compiles a (validated) config; see the module docs for what is refused.
+pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
+    let mut resources: Vec<Name> = ["cpu", "gpu", "memory_gb"].into_iter().map(Name::from).collect();
+    for q in config.queues() {
+        for g in q.resource_groups.as_deref().unwrap_or_default() {
+            for r in &g.covered_resources {
+                if !resources.iter().any(|n| &**n == r.as_str()) {
+                    resources.push(r.as_str().into());
+                }
+            }
+        }
+    }
+    let res_id = |name: &str| resources.iter().position(|n| &**n == name);
+
+    let mut flavors = Vec::new();
+    let mut flavor_ids: HashMap<&str, usize> = HashMap::new();
+    for (i, f) in config.flavors().iter().enumerate() {
+        if flavor_ids.insert(f.name.as_str(), i).is_some() {
+            return Err(err(format!("resource_flavors[{i}].name"), format!("flavor {} is defined twice", f.name)));
+        }
+        let selector = f.selector.clone().unwrap_or_default();
+        flavors.push(FlavorDef { name: f.name.as_str().into(), described: describe(&selector), selector });
+    }
+
+    let mut queues = Vec::new();
+    let mut queue_ids: HashMap<Name, usize> = HashMap::new();
+    for (qi, q) in config.queues().iter().enumerate() {
+        let path = format!("resource_queues[{qi}]");
+        let name: Name = q.name.as_str().into();
+        if queue_ids.insert(name.clone(), qi).is_some() {
+            return Err(err(format!("{path}.name"), format!("queue {} is defined twice", q.name)));
+        }
+        let unknown = |field: &str, v: &str, names: &[&str]| {
+            err(format!("{path}.{field}"), format!("unknown {field} {v}; expected one of {}", names.join(", ")))
+        };
+        let ordering = policy::ordering(q.ordering_policy.as_deref()).ok_or_else(|| {
+            unknown("ordering_policy", q.ordering_policy.as_deref().unwrap_or(""), app::config::ORDERING_POLICIES)
+        })?;
+        let placement = policy::placement(q.placement_policy.as_deref()).ok_or_else(|| {
+            unknown("placement_policy", q.placement_policy.as_deref().unwrap_or(""), app::config::PLACEMENT_POLICIES)
+        })?;
+        let strategy = policy::queueing(q.queueing_strategy.as_deref()).ok_or_else(|| {
+            unknown("queueing_strategy", q.queueing_strategy.as_deref().unwrap_or(""), app::config::QUEUEING_STRATEGIES)
+        })?;
+        let preempt_lower_priority = q
+            .preemption
+            .as_ref()
+            .and_then(|p| p.within_resource_queue)
+            .is_some_and(|w| w == WithinQueuePreemption::LowerPriority);
+
+        let mut groups = Vec::new();
+        let mut slots = Vec::new();
+        let mut covered = vec![None; resources.len()];
+        for (gi, g) in q.resource_groups.as_deref().unwrap_or_default().iter().enumerate() {
+            let gpath = format!("{path}.resource_groups[{gi}]");
+            let mut group_res = Vec::new();
+            for (ri, r) in g.covered_resources.iter().enumerate() {
+                let id = res_id(r).unwrap_or_default();
+                if covered[id].is_some() {
+                    return Err(err(
+                        format!("{gpath}.covered_resources[{ri}]"),
+                        format!("resource {r} is covered by more than one resource group of queue {}", q.name),
+                    ));
+                }
+                covered[id] = Some(gi);
+                group_res.push(id);
+            }
+            let start = slots.len();
+            for (fi, fq) in g.flavors.iter().enumerate() {
+                let fpath = format!("{gpath}.flavors[{fi}]");
+                let flavor = *flavor_ids
+                    .get(fq.name.as_str())
+                    .ok_or_else(|| err(format!("{fpath}.name"), format!("flavor {} is not defined", fq.name)))?;
+                if slots.iter().any(|s: &SlotDef| s.flavor == flavor) {
+                    return Err(err(format!("{fpath}.name"), format!("flavor {} appears twice in queue {}", fq.name, q.name)));
+                }
+                let mut quota = vec![Milli::UNLIMITED; resources.len()];
+                for (si, spec) in fq.resources.as_deref().unwrap_or_default().iter().enumerate() {
+                    let spath = format!("{fpath}.resources[{si}]");
+                    let id = res_id(&spec.name).filter(|id| group_res.contains(id)).ok_or_else(|| {
+                        err(format!("{spath}.name"), format!("resource {} is not among the group's covered_resources", spec.name))
+                    })?;
+                    if let Some(n) = spec.nominal_quota {
+                        quota[id] = quota_milli(n).ok_or_else(|| {
+                            err(format!("{spath}.nominal_quota"), "must be a number ≥ 0 with at most 3 decimals")
+                        })?;
+                    }
+                }
+                slots.push(SlotDef { flavor, group: gi, quota });
+            }
+            groups.push(GroupDef { resources: group_res, slots: start..slots.len() });
+        }
+        queues.push(QueueDef {
+            name,
+            preempt_lower_priority,
+            ordering,
+            placement,
+            strategy,
+            groups,
+            slots,
+            covered,
+            covers_everything: false,
+        });
+    }
+
+    let mut rules = Vec::new();
+    for (i, r) in config.rules().iter().enumerate() {
+        let path = format!("scheduling_rules[{i}]");
+        let queue = *queue_ids
+            .get(r.resource_queue.as_str())
+            .ok_or_else(|| err(format!("{path}.resource_queue"), format!("queue {} is not defined", r.resource_queue)))?;
+        let p = r.priority_policy.clone().unwrap_or_default();
+        if let (Some(min), Some(max)) = (p.min, p.max) {
+            if min > max {
+                return Err(err(format!("{path}.priority_policy"), format!("min {min} is greater than max {max}")));
+            }
+        }
+        if let Some(d) = p.default {
+            if p.min.is_some_and(|m| d < m) || p.max.is_some_and(|m| d > m) {
+                return Err(err(format!("{path}.priority_policy.default"), format!("default {d} is outside [min, max]")));
+            }
+        }
+        rules.push(RuleDef {
+            queue,
+            selector: r.selector.clone(),
+            default: p.default,
+            min: p.min,
+            max: p.max,
+            // Omitted on_violation means reject: silently changing a priority the user asked
+            // for is the surprising choice, so it has to be asked for.
+            on_violation: p.on_violation.unwrap_or(OnViolation::Reject),
+        });
+    }
+
+    let mut default_queue = None;
+    if rules.is_empty() {
+        let q = match queue_ids.get(DEFAULT_QUEUE) {
+            Some(&q) => q,
+            None => {
+                let flavor = match flavor_ids.get(DEFAULT_QUEUE) {
+                    Some(&f) => f,
+                    None => {
+                        flavors.push(FlavorDef { name: DEFAULT_QUEUE.into(), selector: vec![], described: String::new() });
+                        flavors.len() - 1
+                    }
+                };
+                let n = resources.len();
+                queues.push(QueueDef {
+                    name: DEFAULT_QUEUE.into(),
+                    preempt_lower_priority: false,
+                    ordering: &policy::ORDERING[0],
+                    placement: &policy::PLACEMENT[0],
+                    strategy: QueueingStrategy::BestEffortFifo,
+                    groups: vec![GroupDef { resources: (0..n).collect(), slots: 0..1 }],
+                    slots: vec![SlotDef { flavor, group: 0, quota: vec![Milli::UNLIMITED; n] }],
+                    covered: vec![Some(0); n],
+                    covers_everything: true,
+                });
+                queue_ids.insert(DEFAULT_QUEUE.into(), queues.len() - 1);
+                queues.len() - 1
+            }
+        };
+        default_queue = Some(q);
+    }
+
+    Ok(Compiled { resources, flavors, queues, queue_ids, rules, default_queue })
+}
+
+/// A quota number in milli-units, refusing negatives, NaN and more than 3 decimals.
+fn quota_milli(n: f64) -> Option<Milli> {
+    let m = Milli::from_f64(n)?;
+    let exact = ((m.0 as f64) - n * 1000.0).abs() <= 1e-6 * n.abs().max(1.0);
+    (m.0 >= 0 && exact).then_some(m)
+}
+
+/// A selector as a sentence fragment, e.g. `market in [spot] and zone exists`.
+pub(crate) fn describe(selector: &[MatchExpression]) -> String {
+    let parts: Vec<String> = selector
+        .iter()
+        .map(|e| {
+            let values = e.values.as_deref().unwrap_or_default().join(", ");
+            match e.operator {
+                Operator::In => format!("{} in [{values}]", e.key),
+                Operator::NotIn => format!("{} not in [{values}]", e.key),
+                Operator::Exists => format!("{} exists", e.key),
+                Operator::DoesNotExist => format!("{} does not exist", e.key),
+            }
+        })
+        .collect();
+    parts.join(" and ")
+}
+
+/// One quota cell of a compiled config, for dashboards and the simulator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuotaCell {
+    /// Queue name.
+    pub queue: Name,
+    /// Flavor name.
+    pub flavor: Name,
+    /// Resource name.
+    pub resource: Name,
+    /// `None` = unlimited.
+    pub nominal: Option<Milli>,
+}
+
+impl Compiled {
+    /// Queue names in config order (plus the built-in `default` when compile added it).
+    pub fn queue_names(&self) -> impl Iterator<Item = &Name> + '_ {
+        self.queues.iter().map(|q| &q.name)
+    }
+
+    /// Whether a queue of this name exists.
+    pub fn has_queue(&self, name: &str) -> bool {
+        self.queue_ids.contains_key(name)
+    }
+
+    /// Every (queue, flavor, covered resource) with its nominal quota, in config order.
+    pub fn quota_cells(&self) -> Vec<QuotaCell> {
+        let mut out = Vec::new();
+        for q in &self.queues {
+            for s in &q.slots {
+                for (r, g) in q.covered.iter().enumerate() {
+                    if *g == Some(s.group) {
+                        let nominal = (s.quota[r] != Milli::UNLIMITED).then_some(s.quota[r]);
+                        out.push(QuotaCell {
+                            queue: q.name.clone(),
+                            flavor: self.flavors[s.flavor].name.clone(),
+                            resource: self.resources[r].clone(),
+                            nominal,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Nominal quota of one cell: `None` when the queue does not offer that flavor for that
+    /// resource, `Some(None)` when unlimited.
+    pub fn nominal_quota(&self, queue: &str, flavor: &str, resource: &str) -> Option<Option<Milli>> {
+        let q = &self.queues[*self.queue_ids.get(queue)?];
+        let r = self.resources.iter().position(|n| &**n == resource);
+        let slot = q.slots.iter().find(|s| &*self.flavors[s.flavor].name == flavor)?;
+        match r {
+            Some(r) if q.covered[r] == Some(slot.group) => {
+                Some((slot.quota[r] != Milli::UNLIMITED).then_some(slot.quota[r]))
+            }
+            None if q.covers_everything => Some(None),
+            _ => None,
+        }
+    }
+}

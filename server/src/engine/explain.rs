@@ -1,0 +1,94 @@
+//! Reasons: the sentences a waiting job carries, shown verbatim by the dashboard.
+//!
+//! One sentence per flavor tried, in the order tried, prefixed by the queue:
+//! `queue research: flavor spot: gpu quota 64, in use 60, requested 8; flavor on-demand: no
+//! node matches market in [on-demand]`. Numbers are printed as the config writes them.
+
+use std::fmt::Write;
+
+use super::assign::Miss;
+use super::preempt::NoVictims;
+use super::resources::Milli;
+use super::state::State;
+
+/// `cpu 8, gpu 1` for the non-zero amounts of a row.
+fn request(st: &State, row: &[Milli]) -> String {
+    let mut s = String::new();
+    for (k, a) in row.iter().enumerate().filter(|(_, a)| **a != Milli::ZERO) {
+        if !s.is_empty() {
+            s.push_str(", ");
+        }
+        let _ = write!(s, "{} {a}", st.names[k]);
+    }
+    s
+}
+
+/// `flavor spot` or `flavors spot + ssd`.
+fn flavors(st: &State, set: usize) -> String {
+    let names: Vec<&str> = st.sets[set].flavors.iter().map(|&f| &*st.c.flavors[f].name).collect();
+    match names.as_slice() {
+        [one] => format!("flavor {one}"),
+        many => format!("flavors {}", many.join(" + ")),
+    }
+}
+
+/// The full reason for a job that fits nowhere.
+pub(crate) fn no_fit(st: &State, q: usize, row: &[Milli], misses: &[Miss], preempt: Option<NoVictims>, prio: i64) -> String {
+    let def = &st.c.queues[q];
+    let mut out = format!("queue {}: ", def.name);
+    for (i, m) in misses.iter().enumerate() {
+        if i > 0 {
+            out.push_str("; ");
+        }
+        match *m {
+            Miss::Quota { slot, res, quota, used } => {
+                let _ = write!(
+                    out,
+                    "flavor {}: {} quota {quota}, in use {used}, requested {}",
+                    st.c.flavors[def.slots[slot].flavor].name, st.names[res], row[res]
+                );
+            }
+            Miss::NoNodeMatches { set } => {
+                let described: Vec<&str> = st.sets[set]
+                    .flavors
+                    .iter()
+                    .map(|&f| st.c.flavors[f].described.as_str())
+                    .filter(|d| !d.is_empty())
+                    .collect();
+                if described.is_empty() {
+                    let _ = write!(out, "{}: no node is available", flavors(st, set));
+                } else {
+                    let _ = write!(out, "{}: no node matches {}", flavors(st, set), described.join(" and "));
+                }
+            }
+            Miss::NoRoom { set } => {
+                let nodes = &st.sets[set].nodes;
+                let req = request(st, row);
+                if let [only] = nodes[..] {
+                    let id = &st.snap.nodes[st.nodes[only]].id;
+                    let _ = write!(out, "{}: the only matching node, {id}, has no room for {req}", flavors(st, set));
+                } else {
+                    let _ = write!(out, "{}: none of the {} matching nodes has room for {req}", flavors(st, set), nodes.len());
+                }
+            }
+        }
+    }
+    match preempt {
+        None => {}
+        Some(NoVictims::NoCandidates) => {
+            let _ = write!(out, "; no running job below priority {prio} left to preempt");
+        }
+        Some(NoVictims::NotEnough) => out.push_str("; preempting every lower-priority job would not make room"),
+    }
+    out
+}
+
+/// A requested resource the queue does not provide.
+pub(crate) fn uncovered(st: &State, q: usize, res: usize) -> String {
+    format!("queue {}: no resource group covers {}", st.c.queues[q].name, st.names[res])
+}
+
+/// A job behind a blocked head in a `strict_fifo` queue.
+pub(crate) fn blocked(queue: &str, head: &str) -> String {
+    format!("queue {queue}: strict_fifo: waiting behind {head}, which does not fit")
+}

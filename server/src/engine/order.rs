@@ -1,0 +1,75 @@
+//! Step 2 of a cycle: the order jobs are considered in.
+//!
+//! Within a queue the order is total: priority (higher first), then the queue's ordering
+//! policy key, then enqueue time, then job id (then input position, only for duplicate ids).
+//! Across queues — which compete for nodes, not quota — the queues' heads are interleaved by
+//! priority, then enqueue time, then job id, then queue, the way Kueue takes one head per
+//! queue per cycle and sorts the heads. Same snapshot, same order, whatever the input order.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use super::state::State;
+
+/// Heads of every queue, merged.
+pub(crate) struct Order<'a> {
+    per_queue: Vec<Vec<usize>>,
+    next: Vec<usize>,
+    heap: BinaryHeap<Reverse<(i64, i64, &'a str, usize)>>,
+    /// Pending jobs naming a queue the config does not have, by queue name, in fifo order.
+    pub orphans: BTreeMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Order<'a> {
+    /// Sorts each queue's pending jobs and seeds the merge with every queue's head.
+    pub fn build(st: &State<'a>) -> Order<'a> {
+        let pending = st.snap.pending;
+        let mut per_queue: Vec<Vec<usize>> = vec![Vec::new(); st.c.queues.len()];
+        let mut orphans: BTreeMap<&'a str, Vec<usize>> = BTreeMap::new();
+        for (i, p) in pending.iter().enumerate() {
+            match st.c.queue_ids.get(&*p.queue) {
+                Some(&q) => per_queue[q].push(i),
+                None => orphans.entry(&*p.queue).or_default().push(i),
+            }
+        }
+        for (q, jobs) in per_queue.iter_mut().enumerate() {
+            let key = st.c.queues[q].ordering.key;
+            let mut keyed: Vec<_> = jobs
+                .iter()
+                .map(|&i| ((Reverse(pending[i].priority), key(st.row(i)), pending[i].enqueued_at_ms), i))
+                .collect();
+            keyed.sort_unstable_by(|(ka, a), (kb, b)| {
+                ka.cmp(kb).then_with(|| pending[*a].id.cmp(&pending[*b].id)).then(a.cmp(b))
+            });
+            jobs.clear();
+            jobs.extend(keyed.into_iter().map(|(_, i)| i));
+        }
+        for jobs in orphans.values_mut() {
+            jobs.sort_by(|&a, &b| {
+                let (x, y) = (&pending[a], &pending[b]);
+                (Reverse(x.priority), x.enqueued_at_ms, &x.id).cmp(&(Reverse(y.priority), y.enqueued_at_ms, &y.id))
+            });
+        }
+        let mut order = Order { next: vec![0; per_queue.len()], per_queue, heap: BinaryHeap::new(), orphans };
+        for q in 0..order.per_queue.len() {
+            order.push_head(st, q);
+        }
+        order
+    }
+
+    fn push_head(&mut self, st: &State<'a>, q: usize) {
+        if let Some(&j) = self.per_queue[q].get(self.next[q]) {
+            let p = &st.snap.pending[j];
+            self.heap.push(Reverse((p.priority.saturating_neg(), p.enqueued_at_ms, &*p.id, q)));
+        }
+    }
+
+    /// The next (queue, pending job) to decide on.
+    pub fn next_job(&mut self, st: &State<'a>) -> Option<(usize, usize)> {
+        let Reverse((_, _, _, q)) = self.heap.pop()?;
+        let j = self.per_queue[q][self.next[q]];
+        self.next[q] += 1;
+        self.push_head(st, q);
+        Some((q, j))
+    }
+}

@@ -1,0 +1,12 @@
+//! Engine tests: table-driven cases with fixture builders comparing whole plans, property
+//! tests for the invariants, and the simulator.
+
+// Table rows are tuples of literals by design.
+#![allow(clippy::type_complexity)]
+
+mod fixtures;
+mod props;
+mod route;
+mod schedule;
+mod preempt;
+mod sim;
