@@ -71,7 +71,10 @@ fn apply_get_versions_diff_rollback() {
     let seed = server.file("seed.yaml", SEED);
     let out = server.berth(&["config", "apply", "-f", &seed, "--message", "first real config"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out).trim(), "applied version 2");
+    let text = stdout(&out);
+    assert!(text.starts_with("applied version 2\n"), "{text}");
+    // The seed's only rule has a selector: the CLI passes on the validator's warning.
+    assert!(text.contains("warning: scheduling_rules: no rule is a catch-all"), "{text}");
 
     let smaller = server.file("smaller.yaml", &SEED.replace("nominal_quota: 64", "nominal_quota: 16"));
     let out = server.berth(&["config", "apply", "-f", &smaller, "-o", "json"]);
@@ -135,7 +138,8 @@ fn validate_runs_offline() {
         p
     };
     let good = write("good.yaml", SEED);
-    let bad = write("bad.yaml", "resource_queues:\n  - name: \"\"\n  - name: q\n    bogus: 1\n");
+    let bad = write("bad.yaml", "resource_queues:\n  - name: \"\"\n  - name: q\n    ordering_policy: random\n");
+    let unknown = write("unknown.yaml", "resource_queues:\n  - name: q\n    bogus: 1\n");
     let run = |p: &Path, extra: &[&str]| {
         Command::new(BIN).args(["--server", "http://127.0.0.1:1", "config", "validate", "-f"]).arg(p).args(extra).output().unwrap()
     };
@@ -146,7 +150,10 @@ fn validate_runs_offline() {
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
     assert!(text.contains("error: resource_queues[0].name"), "{text}");
-    assert!(text.contains("error: resource_queues[1].bogus"), "{text}");
+    assert!(text.contains("error: resource_queues[1].ordering_policy"), "{text}");
+    let out = run(&unknown, &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("error: resource_queues[0].bogus: unknown field `bogus`"), "{}", stdout(&out));
     let out = run(&bad, &["-o", "json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["valid"], false);

@@ -41,10 +41,15 @@ async fn seed_example_applies_and_reads_back_identical(backend: Backend) {
     assert_eq!(status, 200);
     let body: String = yaml.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
     assert_eq!(body, SEED);
-    // And it validates clean.
+    // It validates without errors; its only rule has a selector, so the one warning is that
+    // unmatched jobs would be rejected.
     let (status, report) = app.post(&format!("{API}/validate"), "application/yaml", SEED, None).await;
     assert_eq!(status, 200);
-    assert_eq!(report, json!({ "valid": true, "problems": [] }));
+    assert_eq!(report["valid"], true);
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{report}");
+    assert_eq!(problems[0]["severity"], "warning");
+    assert_eq!(problems[0]["path"], "scheduling_rules");
 }
 
 async fn invalid_apply_lists_every_problem_and_stores_nothing(backend: Backend) {
