@@ -340,35 +340,30 @@ impl<'a> State<'a> {
 
     /// Releases a running job chosen as a victim.
     pub fn release(&mut self, run: usize) {
-        let r = self.r;
-        for i in self.runs[run].charges.clone() {
-            let (cell, amount) = self.charges[i];
-            self.usage[cell] = self.usage[cell].minus(amount);
-        }
-        if let Some(n) = self.runs[run].node {
-            for k in 0..r {
-                self.free[n * r + k] = self.free[n * r + k].plus(self.run_rows[run * r + k]);
-            }
-        }
-        self.runs[run].victim = true;
-        self.epoch += 1;
+        self.set_victim(run, true);
     }
-}
 
-impl State<'_> {
     /// Undoes [`State::release`] (only if a simulated preemption turns out not to place).
     pub fn restore(&mut self, run: usize) {
+        self.set_victim(run, false);
+    }
+
+    /// Moves a running job's charges out of (victim) or back into (not) quota usage and its
+    /// node's free capacity; release and restore are the same walk in opposite directions.
+    fn set_victim(&mut self, run: usize, victim: bool) {
+        let (to_usage, to_free): (fn(Milli, Milli) -> Milli, fn(Milli, Milli) -> Milli) =
+            if victim { (Milli::minus, Milli::plus) } else { (Milli::plus, Milli::minus) };
         let r = self.r;
         for i in self.runs[run].charges.clone() {
             let (cell, amount) = self.charges[i];
-            self.usage[cell] = self.usage[cell].plus(amount);
+            self.usage[cell] = to_usage(self.usage[cell], amount);
         }
         if let Some(n) = self.runs[run].node {
             for k in 0..r {
-                self.free[n * r + k] = self.free[n * r + k].minus(self.run_rows[run * r + k]);
+                self.free[n * r + k] = to_free(self.free[n * r + k], self.run_rows[run * r + k]);
             }
         }
-        self.runs[run].victim = false;
+        self.runs[run].victim = victim;
         self.epoch += 1;
     }
 }
