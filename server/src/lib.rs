@@ -11,6 +11,7 @@ pub mod db;
 pub mod engine;
 pub mod http;
 pub mod serve;
+pub mod runtime;
 pub mod service;
 pub mod state;
 pub mod store;

@@ -1,0 +1,152 @@
+//! What the admission loop needs from a place that runs jobs: one trait, a registry by name.
+//!
+//! A backend reports its nodes (labels and capacity, so flavors can select them), starts and
+//! stops *runs* of jobs, and tells the loop when a run ends through the [`Exit`] channel it was
+//! built with. A run is one attempt of a job: [`RunId`] is `{job}-r{n}`, unique for ever, so a
+//! late exit of a preempted or cancelled run is never mistaken for the current one, and Ray
+//! (which refuses to reuse a submission id) gets a fresh id per attempt.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::engine::{FlavorAssignment, Node, Resources};
+
+/// A boxed, sendable future (the trait must be object-safe).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One attempt of one job.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RunId {
+    pub job: Arc<str>,
+    /// 1 for the first start, incremented on every restart (retry or after preemption).
+    pub run: i64,
+}
+
+impl RunId {
+    /// `{job}-r{run}`: safe for file names and Ray submission ids (`[A-Za-z0-9_-]`).
+    pub fn key(&self) -> String {
+        format!("{}-r{}", self.job, self.run)
+    }
+}
+
+/// Everything a backend needs to start a run.
+#[derive(Debug, Clone)]
+pub struct StartSpec {
+    pub run: RunId,
+    /// Shell command line (run with `/bin/sh -c`, like Ray's entrypoint).
+    pub entrypoint: String,
+    /// Working directory; `None`: the backend picks one of its own for the run.
+    pub working_dir: Option<String>,
+    /// Environment variables added to the backend's own.
+    pub env_vars: BTreeMap<String, String>,
+    /// The rest of the job's `runtime_env` (pip, conda, …), passed through where supported.
+    pub runtime_env: serde_json::Map<String, serde_json::Value>,
+    /// What the job asked for.
+    pub resources: Resources,
+    /// Node the engine placed it on.
+    pub node: Arc<str>,
+    /// Flavors it was admitted under, with their selectors (Ray turns them into a label
+    /// selector).
+    pub flavors: Vec<FlavorAssignment>,
+    pub selector_labels: BTreeMap<String, String>,
+    /// Strings for the backend's own bookkeeping (queue, flavor, submitter…).
+    pub metadata: BTreeMap<String, String>,
+}
+
+/// How a run ended, as the backend saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The process exited with this code (0 is success).
+    Exited(i32),
+    /// Killed by this signal (not by Berth: stops are reported by the loop itself).
+    Signaled(i32),
+    /// The backend failed it or lost it; the message says why (shown to the user).
+    Failed(String),
+}
+
+/// A run ended.
+#[derive(Debug, Clone)]
+pub struct Exit {
+    pub run: RunId,
+    pub outcome: Outcome,
+}
+
+/// What a backend knows of a run after a restart of the server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Adopted {
+    /// Still running: the backend now watches it again and will send its [`Exit`].
+    Running { handle: String },
+    /// It ended while the server was away.
+    Ended(Outcome),
+    /// The backend never started it (the server died between deciding and starting).
+    NeverStarted,
+}
+
+/// Which log stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// A backend failure; the loop shows the message as the job's reason and retries later.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct BackendError(pub String);
+
+/// A place that runs jobs.
+pub trait Backend: Send + Sync + 'static {
+    /// Registry name (`local`, `ray`, …); also each node's `backend`.
+    fn name(&self) -> &str;
+    /// The nodes it offers now.
+    fn nodes(&self) -> Vec<Node>;
+    /// Starts a run; returns a handle to store (pid, submission id…). Must not block long.
+    fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>>;
+    /// Stops a run and everything it spawned. Returns once the stop is under way; the
+    /// backend escalates on its own (SIGTERM, then SIGKILL after a grace period).
+    fn stop(&self, run: RunId, handle: String) -> BoxFuture<'_, Result<(), BackendError>>;
+    /// Re-attaches to a run started before a server restart.
+    fn adopt(&self, run: RunId, handle: Option<String>) -> BoxFuture<'_, Adopted>;
+    /// The last `tail_bytes` of a run's log (`None`: all of it, up to the backend's bound).
+    fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>>;
+}
+
+/// Backends by name.
+#[derive(Clone, Default)]
+pub struct Registry {
+    backends: BTreeMap<String, Arc<dyn Backend>>,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.backends.keys()).finish()
+    }
+}
+
+impl Registry {
+    /// Adds a backend under its own name; a second one of the same name is refused.
+    pub fn register(&mut self, backend: Arc<dyn Backend>) -> Result<(), String> {
+        let name = backend.name().to_string();
+        if self.backends.contains_key(&name) {
+            return Err(format!("backend `{name}` is configured twice"));
+        }
+        self.backends.insert(name, backend);
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Backend>> {
+        self.backends.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Backend>> + '_ {
+        self.backends.values()
+    }
+
+    /// Every node of every backend.
+    pub fn nodes(&self) -> Vec<Node> {
+        self.backends.values().flat_map(|b| b.nodes()).collect()
+    }
+}

@@ -1,0 +1,1 @@
+//! The local backend: jobs as subprocesses of the server's host. (Being written.)
