@@ -4,4 +4,5 @@
 
 pub mod api;
 pub mod config;
+pub mod jobs;
 pub mod ui;

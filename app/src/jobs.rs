@@ -1,0 +1,426 @@
+//! Wire types of jobs, stages, queues, nodes, events and resource history: what the REST API
+//! sends and takes, shared by the server, the CLI and the dashboard (wasm-safe).
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Lifecycle of a job (PRODUCT.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobState {
+    Pending,
+    Admitted,
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+    TimedOut,
+    Rejected,
+}
+
+impl JobState {
+    /// Every state, in lifecycle order.
+    pub const ALL: [JobState; 8] = [
+        JobState::Pending,
+        JobState::Admitted,
+        JobState::Running,
+        JobState::Succeeded,
+        JobState::Failed,
+        JobState::Cancelled,
+        JobState::TimedOut,
+        JobState::Rejected,
+    ];
+
+    /// The name used in the API, the database and the CLI.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Pending => "pending",
+            JobState::Admitted => "admitted",
+            JobState::Running => "running",
+            JobState::Succeeded => "succeeded",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+            JobState::TimedOut => "timed_out",
+            JobState::Rejected => "rejected",
+        }
+    }
+
+    /// Parses [`as_str`](Self::as_str)'s names.
+    pub fn parse(s: &str) -> Option<JobState> {
+        JobState::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// True once nothing more will happen to the job.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, JobState::Succeeded | JobState::Failed | JobState::Cancelled | JobState::TimedOut | JobState::Rejected)
+    }
+
+    /// True while the job holds quota (admitted or running).
+    pub fn holds_quota(self) -> bool {
+        matches!(self, JobState::Admitted | JobState::Running)
+    }
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a job asks for. `cpu`, `gpu` and `memory_gb` are the common names; `custom` holds any
+/// other resource a flavor's nodes offer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_gb: Option<f64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub custom: BTreeMap<String, f64>,
+}
+
+impl ResourceRequest {
+    /// `(name, amount)` for every resource named, custom ones included.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> + '_ {
+        [("cpu", self.cpu), ("gpu", self.gpu), ("memory_gb", self.memory_gb)]
+            .into_iter()
+            .filter_map(|(n, a)| a.map(|a| (n, a)))
+            .chain(self.custom.iter().map(|(n, a)| (n.as_str(), *a)))
+    }
+}
+
+/// Ray's `runtime_env`: `working_dir` and `env_vars` are used by every backend; other keys
+/// (`pip`, `conda`, …) are kept and passed to backends that understand them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuntimeEnv {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_vars: BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Body of `POST /api/v1/jobs`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobRequest {
+    /// Shown in lists; defaults to the first word of the entrypoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Shell command line, run with `/bin/sh -c`.
+    pub entrypoint: String,
+    #[serde(default)]
+    pub runtime_env: RuntimeEnv,
+    /// Matched by the scheduling rules' selectors.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Requested priority; the routing rule's policy may default, clamp or reject it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    #[serde(default)]
+    pub resources: ResourceRequest,
+    /// Seconds of running before the job is stopped as `timed_out`; 0 = no limit.
+    #[serde(default)]
+    pub timeout_s: u64,
+    /// How many times a failed run is retried.
+    #[serde(default)]
+    pub max_retries: u32,
+    /// Files (relative to the working directory) collected as the job's outputs when it
+    /// ends; used by stages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
+}
+
+/// The flavor a job's resources were charged to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlavorUse {
+    pub flavor: String,
+    pub resources: Vec<String>,
+}
+
+/// A job as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    pub name: String,
+    pub submitter: String,
+    pub state: JobState,
+    pub entrypoint: String,
+    pub runtime_env: RuntimeEnv,
+    pub labels: BTreeMap<String, String>,
+    pub resources: ResourceRequest,
+    /// Effective priority (after the rule's policy).
+    pub priority: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_priority: Option<i64>,
+    pub timeout_s: u64,
+    pub max_retries: u32,
+    /// Retries used so far.
+    pub retries: u32,
+    /// Starts so far (retries and restarts after preemption each add one).
+    pub runs: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    /// Index of the scheduling rule that routed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_index: Option<i64>,
+    /// Config version in force when it was routed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flavors: Vec<FlavorUse>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    pub submitted_at: DateTime<Utc>,
+    /// Its place in line: kept across preemptions.
+    pub enqueued_at: DateTime<Utc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admitted_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Why it waits (pending), or why it ended (rejected, failed, timed out…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// 1-based place among its queue's waiting jobs, while pending.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
+    /// Its events, oldest first (only on `GET /api/v1/jobs/{id}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Event>,
+}
+
+/// A page of jobs, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobPage {
+    pub jobs: Vec<Job>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// Body of `POST /api/v1/jobs/{id}/priority`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriorityChange {
+    pub priority: i64,
+}
+
+/// Something that happened, in the order it happened (`seq`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: i64,
+    pub at: DateTime<Utc>,
+    /// `submitted`, `rejected`, `admitted`, `started`, `preempted`, `timed_out`, `retried`,
+    /// `finished`, `cancelled`, `priority_changed`, `config_applied`, `lost`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flavor: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_index: Option<i64>,
+    pub message: String,
+    /// Kind-specific facts, e.g. a preemption's preemptor and victims with priorities.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub detail: serde_json::Value,
+}
+
+/// A page of events, oldest first; `next_cursor` continues after the last.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventPage {
+    pub events: Vec<Event>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+/// One cell of a queue's quota: usage vs nominal for a flavor and resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuotaUsage {
+    pub flavor: String,
+    pub resource: String,
+    pub used: f64,
+    /// `None`: unlimited; `Some(0.0)`: blocked.
+    pub nominal: Option<f64>,
+}
+
+/// A pending job in a queue view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueuedJob {
+    pub id: String,
+    pub name: String,
+    pub priority: i64,
+    pub position: u64,
+    pub enqueued_at: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// A running (or admitted) job in a queue view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunningEntry {
+    pub id: String,
+    pub name: String,
+    pub priority: i64,
+    pub state: JobState,
+    pub flavors: Vec<FlavorUse>,
+    pub node: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+/// `GET /api/v1/queues` and `/api/v1/queues/{name}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueView {
+    pub name: String,
+    pub preemption: String,
+    pub usage: Vec<QuotaUsage>,
+    pub pending_count: u64,
+    pub running_count: u64,
+    /// Since the oldest pending job was enqueued.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub longest_wait_s: Option<f64>,
+    /// Waiting jobs in admission order (the queue page; the list view leaves it empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<QueuedJob>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running: Vec<RunningEntry>,
+}
+
+/// A node a backend offers (`GET /api/v1/nodes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeView {
+    pub id: String,
+    pub backend: String,
+    pub labels: BTreeMap<String, String>,
+    pub capacity: BTreeMap<String, f64>,
+    /// Capacity minus what admitted and running jobs hold.
+    pub free: BTreeMap<String, f64>,
+    /// Flavors whose selector matches this node.
+    pub flavors: Vec<String>,
+}
+
+/// One resource-history sample (`GET /api/v1/history`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub at: DateTime<Utc>,
+    pub queue: String,
+    pub flavor: String,
+    pub resource: String,
+    pub used: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominal: Option<f64>,
+}
+
+/// Parallelism of a stage (seed 002).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Parallelism {
+    /// At most this many of the stage's jobs admitted or running at once; 0 = no limit.
+    #[serde(default)]
+    pub max_concurrent: u32,
+    /// Retries of each failed job (overrides the jobs' `max_retries` when set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_max: Option<u32>,
+    /// Timeout of each job in seconds (overrides the jobs' `timeout_s` when set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_sec: Option<u64>,
+}
+
+/// Body of `POST /api/v1/stages`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageRequest {
+    pub name: String,
+    pub jobs: Vec<JobRequest>,
+    #[serde(default)]
+    pub parallelism: Parallelism,
+}
+
+/// `GET /api/v1/stages/{id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageStatus {
+    pub id: String,
+    pub name: String,
+    pub submitter: String,
+    pub created_at: DateTime<Utc>,
+    pub parallelism: Parallelism,
+    /// Jobs per state (states with no job left out).
+    pub counts: BTreeMap<String, u64>,
+    /// True when every job has ended.
+    pub done: bool,
+    pub jobs: Vec<StageJob>,
+}
+
+/// A job's line in a stage's status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageJob {
+    pub id: String,
+    pub name: String,
+    pub state: JobState,
+}
+
+/// One job's result in `GET /api/v1/stages/{id}/results` (seed 002's JobStatus).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobResult {
+    pub job_id: String,
+    pub name: String,
+    /// Seed 002's words: `queued`, `running`, `completed`, `failed`, `cancelled`.
+    pub status: String,
+    pub state: JobState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub return_code: Option<i64>,
+    pub stdout: String,
+    pub stderr: String,
+    /// Declared output files: path → content (text, bounded), or an `error`.
+    pub outputs: BTreeMap<String, serde_json::Value>,
+}
+
+/// `GET /api/v1/stages/{id}/results` (seed 002's StageExecutionResult).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageResults {
+    pub stage_id: String,
+    pub stage_name: String,
+    pub job_statuses: Vec<JobResult>,
+    /// Every job's outputs, keyed `job name/path`.
+    pub artifacts: BTreeMap<String, serde_json::Value>,
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// Reply of a stage submission.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageCreated {
+    pub stage_id: String,
+    pub job_ids: Vec<String>,
+    /// Jobs refused at submit, by index in the request, with the reason.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejected: Vec<StageRejection>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StageRejection {
+    pub index: usize,
+    pub job_id: String,
+    pub reason: String,
+}
