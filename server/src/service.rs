@@ -26,12 +26,19 @@ pub enum ServiceError {
 #[derive(Debug, Clone)]
 pub struct ConfigService {
     store: ConfigStore,
+    /// The active version after each apply made through this service (wakes the loop).
+    applied: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
 }
 
 impl ConfigService {
     /// A service over `store`.
     pub fn new(store: ConfigStore) -> Self {
-        ConfigService { store }
+        ConfigService { store, applied: std::sync::Arc::new(tokio::sync::watch::channel(0).0) }
+    }
+
+    /// Notified with the new active version after every apply or rollback.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<i64> {
+        self.applied.subscribe()
     }
 
     /// Creates version 1 (flavor `local`, queue `default`, one catch-all rule) on a fresh
@@ -58,6 +65,7 @@ impl ConfigService {
             return Err(ServiceError::Invalid(report));
         }
         let applied = self.store.apply(config, meta).await?;
+        self.applied.send_replace(applied.version);
         Ok(ApplyResponse {
             version: applied.version,
             changed: applied.previous.as_ref() != Some(config),

@@ -81,6 +81,17 @@ impl ConfigStore {
             .bind(json)
             .execute(&mut *tx)
             .await?;
+        // The event log shows applies beside the admissions they change, in the same order.
+        let message = match &meta.message {
+            Some(m) => format!("{} applied version {version}: {m}", meta.creator_id),
+            None => format!("{} applied version {version}", meta.creator_id),
+        };
+        sqlx::query("INSERT INTO events (at_us, kind, config_version, message) VALUES ($1, 'config_applied', $2, $3)")
+            .bind(Utc::now().timestamp_micros())
+            .bind(version)
+            .bind(message)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         Ok(Applied { version, previous })
     }

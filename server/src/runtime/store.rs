@@ -1,0 +1,568 @@
+//! Jobs, stages, events and resource history in the database.
+//!
+//! The admission loop owns the live state; this module only writes what the loop decided
+//! (one transaction per batch) and answers the API's reads. SQL is the subset SQLite and
+//! PostgreSQL share, run through sqlx's `Any` driver.
+
+use std::collections::BTreeMap;
+
+use app::jobs::{Event, FlavorUse, Job, JobPage, JobRequest, JobState, Parallelism, Sample, StageJob, StageStatus};
+use chrono::{DateTime, Utc};
+use sqlx::any::AnyRow;
+use sqlx::{AnyConnection, Row};
+
+use crate::db::Db;
+
+/// Store failures.
+#[derive(Debug, thiserror::Error)]
+pub enum JobStoreError {
+    #[error("job `{0}` does not exist")]
+    NotFound(String),
+    #[error("stored job `{id}` is unreadable: {message}")]
+    Corrupt { id: String, message: String },
+    #[error("database error: {0}")]
+    Db(#[from] sqlx::Error),
+}
+
+type Result<T, E = JobStoreError> = std::result::Result<T, E>;
+
+/// Microseconds since the epoch as a UTC time (the epoch itself for absurd values).
+pub fn time_of(us: i64) -> DateTime<Utc> {
+    DateTime::<Utc>::from_timestamp_micros(us).unwrap_or_default()
+}
+
+/// A job as the loop keeps and writes it: the request plus every mutable column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRow {
+    pub id: String,
+    pub name: String,
+    pub submitter: String,
+    pub stage_id: Option<String>,
+    pub state: JobState,
+    pub spec: JobRequest,
+    pub queue: Option<String>,
+    pub rule_index: Option<i64>,
+    pub config_version: Option<i64>,
+    pub priority: i64,
+    pub submitted_at_us: i64,
+    pub enqueued_at_us: i64,
+    pub runs: i64,
+    pub retries: i64,
+    pub retry_at_us: Option<i64>,
+    pub flavors: Vec<FlavorUse>,
+    pub node: Option<String>,
+    pub backend: Option<String>,
+    pub handle: Option<String>,
+    pub admitted_at_us: Option<i64>,
+    pub started_at_us: Option<i64>,
+    pub finished_at_us: Option<i64>,
+    pub exit_code: Option<i64>,
+    pub reason: Option<String>,
+}
+
+impl JobRow {
+    /// The API's view of the row (no position or history: the caller adds them).
+    pub fn to_job(&self) -> Job {
+        Job {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            submitter: self.submitter.clone(),
+            state: self.state,
+            entrypoint: self.spec.entrypoint.clone(),
+            runtime_env: self.spec.runtime_env.clone(),
+            labels: self.spec.labels.clone(),
+            resources: self.spec.resources.clone(),
+            priority: self.priority,
+            requested_priority: self.spec.priority,
+            timeout_s: self.spec.timeout_s,
+            max_retries: self.spec.max_retries,
+            retries: self.retries.try_into().unwrap_or(u32::MAX),
+            runs: self.runs,
+            stage_id: self.stage_id.clone(),
+            queue: self.queue.clone(),
+            rule_index: self.rule_index,
+            config_version: self.config_version,
+            flavors: self.flavors.clone(),
+            node: self.node.clone(),
+            backend: self.backend.clone(),
+            submitted_at: time_of(self.submitted_at_us),
+            enqueued_at: time_of(self.enqueued_at_us),
+            admitted_at: self.admitted_at_us.map(time_of),
+            started_at: self.started_at_us.map(time_of),
+            finished_at: self.finished_at_us.map(time_of),
+            exit_code: self.exit_code,
+            reason: self.reason.clone(),
+            position: None,
+            outputs: self.spec.outputs.clone(),
+            history: Vec::new(),
+        }
+    }
+}
+
+/// An event to append.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewEvent {
+    pub at_us: i64,
+    pub kind: &'static str,
+    pub job_id: Option<String>,
+    pub queue: Option<String>,
+    pub flavor: Option<String>,
+    pub node: Option<String>,
+    pub config_version: Option<i64>,
+    pub rule_index: Option<i64>,
+    pub message: String,
+    pub detail: Option<serde_json::Value>,
+}
+
+/// One resource-history sample to append (amounts in milli-units).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSample {
+    pub queue: String,
+    pub flavor: String,
+    pub resource: String,
+    pub used_milli: i64,
+    pub nominal_milli: Option<i64>,
+}
+
+/// Filters of the job list; all given ones must hold.
+#[derive(Debug, Clone, Default)]
+pub struct JobFilter {
+    pub queue: Option<String>,
+    pub states: Vec<JobState>,
+    pub label: Option<(String, String)>,
+    pub submitter: Option<String>,
+    pub stage_id: Option<String>,
+    /// Case-insensitive substring of the id or the name.
+    pub search: Option<String>,
+    pub submitted_after_us: Option<i64>,
+    pub submitted_before_us: Option<i64>,
+}
+
+/// Filters of the event log.
+#[derive(Debug, Clone, Default)]
+pub struct EventFilter {
+    pub kinds: Vec<String>,
+    pub queue: Option<String>,
+    pub job_id: Option<String>,
+    pub since_us: Option<i64>,
+    pub until_us: Option<i64>,
+}
+
+const JOB_COLUMNS: &str = "id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
+    submitted_at_us, enqueued_at_us, runs, retries, retry_at_us, flavors_json, node, backend, handle, admitted_at_us, \
+    started_at_us, finished_at_us, exit_code, reason, seq";
+
+const EVENT_COLUMNS: &str = "seq, at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json";
+
+/// Jobs, stages, events and samples.
+#[derive(Debug, Clone)]
+pub struct JobStore {
+    db: Db,
+}
+
+impl JobStore {
+    pub fn new(db: Db) -> Self {
+        JobStore { db }
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// Inserts new jobs (their labels too) and events, atomically; with `stage`, the stage row
+    /// first.
+    pub async fn insert(&self, stage: Option<(&str, &str, &str, i64, &Parallelism)>, jobs: &[JobRow], events: &[NewEvent]) -> Result<()> {
+        let mut tx = self.db.pool.begin().await?;
+        if let Some((id, name, submitter, at_us, parallelism)) = stage {
+            sqlx::query("INSERT INTO stages (id, name, submitter, created_at_us, parallelism_json) VALUES ($1, $2, $3, $4, $5)")
+                .bind(id)
+                .bind(name)
+                .bind(submitter)
+                .bind(at_us)
+                .bind(serde_json::to_string(parallelism).unwrap_or_default())
+                .execute(&mut *tx)
+                .await?;
+        }
+        for job in jobs {
+            let seq: i64 = sqlx::query(
+                "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
+                 submitted_at_us, enqueued_at_us, updated_at_us, runs, retries, reason) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11, 0, 0, $13) RETURNING seq",
+            )
+            .bind(&job.id)
+            .bind(&job.name)
+            .bind(&job.submitter)
+            .bind(job.stage_id.as_deref())
+            .bind(job.state.as_str())
+            .bind(serde_json::to_string(&job.spec).unwrap_or_default())
+            .bind(job.queue.as_deref())
+            .bind(job.rule_index)
+            .bind(job.config_version)
+            .bind(job.priority)
+            .bind(job.submitted_at_us)
+            .bind(job.enqueued_at_us)
+            .bind(job.reason.as_deref())
+            .fetch_one(&mut *tx)
+            .await?
+            .try_get(0)?;
+            for (key, value) in &job.spec.labels {
+                sqlx::query("INSERT INTO job_labels (key, value, job_seq) VALUES ($1, $2, $3)")
+                    .bind(key)
+                    .bind(value)
+                    .bind(seq)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        insert_events(&mut tx, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Writes the mutable columns of `jobs` and appends `events`, atomically.
+    pub async fn update(&self, now_us: i64, jobs: &[&JobRow], events: &[NewEvent]) -> Result<()> {
+        if jobs.is_empty() && events.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.db.pool.begin().await?;
+        for job in jobs {
+            sqlx::query(
+                "UPDATE jobs SET state = $2, queue = $3, priority = $4, enqueued_at_us = $5, updated_at_us = $6, runs = $7, \
+                 retries = $8, retry_at_us = $9, flavors_json = $10, node = $11, backend = $12, handle = $13, \
+                 admitted_at_us = $14, started_at_us = $15, finished_at_us = $16, exit_code = $17, reason = $18 WHERE id = $1",
+            )
+            .bind(&job.id)
+            .bind(job.state.as_str())
+            .bind(job.queue.as_deref())
+            .bind(job.priority)
+            .bind(job.enqueued_at_us)
+            .bind(now_us)
+            .bind(job.runs)
+            .bind(job.retries)
+            .bind(job.retry_at_us)
+            .bind((!job.flavors.is_empty()).then(|| serde_json::to_string(&job.flavors).unwrap_or_default()))
+            .bind(job.node.as_deref())
+            .bind(job.backend.as_deref())
+            .bind(job.handle.as_deref())
+            .bind(job.admitted_at_us)
+            .bind(job.started_at_us)
+            .bind(job.finished_at_us)
+            .bind(job.exit_code)
+            .bind(job.reason.as_deref())
+            .execute(&mut *tx)
+            .await?;
+        }
+        insert_events(&mut tx, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Every job that is not finished: what the loop loads on start.
+    pub async fn load_unfinished(&self) -> Result<Vec<JobRow>> {
+        let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE state IN ('pending', 'admitted', 'running') ORDER BY seq");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(&self.db.pool).await?;
+        rows.iter().map(job_from_row).collect()
+    }
+
+    /// One job.
+    pub async fn get(&self, id: &str) -> Result<JobRow> {
+        let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(&self.db.pool).await?;
+        job_from_row(&row.ok_or_else(|| JobStoreError::NotFound(id.to_string()))?)
+    }
+
+    /// A page of jobs, newest first, older than the cursor (a `seq`).
+    pub async fn list(&self, filter: &JobFilter, before_seq: Option<i64>, limit: i64) -> Result<JobPage> {
+        let mut sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE seq < $1");
+        let mut binds: Vec<Bind> = vec![Bind::I(before_seq.unwrap_or(i64::MAX))];
+        let mut push = |sql: &mut String, clause: &str, b: Bind| {
+            binds.push(b);
+            sql.push_str(&clause.replace('?', &format!("${}", binds.len())));
+        };
+        if let Some(q) = &filter.queue {
+            push(&mut sql, " AND queue = ?", Bind::S(q.clone()));
+        }
+        if !filter.states.is_empty() {
+            let names: Vec<String> = filter.states.iter().map(|s| format!("'{}'", s.as_str())).collect();
+            sql.push_str(&format!(" AND state IN ({})", names.join(", ")));
+        }
+        if let Some(s) = &filter.submitter {
+            push(&mut sql, " AND submitter = ?", Bind::S(s.clone()));
+        }
+        if let Some(s) = &filter.stage_id {
+            push(&mut sql, " AND stage_id = ?", Bind::S(s.clone()));
+        }
+        if let Some(t) = filter.submitted_after_us {
+            push(&mut sql, " AND submitted_at_us >= ?", Bind::I(t));
+        }
+        if let Some(t) = filter.submitted_before_us {
+            push(&mut sql, " AND submitted_at_us < ?", Bind::I(t));
+        }
+        if let Some(text) = &filter.search {
+            let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+            push(&mut sql, " AND (LOWER(id) LIKE ? ESCAPE '\\'", Bind::S(pattern.clone()));
+            push(&mut sql, " OR LOWER(name) LIKE ? ESCAPE '\\')", Bind::S(pattern));
+        }
+        if let Some((k, v)) = &filter.label {
+            push(&mut sql, " AND seq IN (SELECT job_seq FROM job_labels WHERE key = ?", Bind::S(k.clone()));
+            push(&mut sql, " AND value = ?)", Bind::S(v.clone()));
+        }
+        push(&mut sql, " ORDER BY seq DESC LIMIT ?", Bind::I(limit + 1));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for b in &binds {
+            query = match b {
+                Bind::I(i) => query.bind(*i),
+                Bind::S(s) => query.bind(s.clone()),
+            };
+        }
+        let rows = query.fetch_all(&self.db.pool).await?;
+        let more = rows.len() as i64 > limit;
+        let mut jobs = Vec::with_capacity(rows.len().min(limit as usize));
+        let mut last_seq = None;
+        for row in rows.iter().take(limit as usize) {
+            jobs.push(job_from_row(row)?.to_job());
+            last_seq = Some(row.try_get::<i64, _>(24)?);
+        }
+        let next_cursor = if more { last_seq.map(|s| s.to_string()) } else { None };
+        Ok(JobPage { jobs, next_cursor })
+    }
+
+    /// A page of events, oldest first, after the cursor (a `seq`).
+    pub async fn events(&self, filter: &EventFilter, after_seq: Option<i64>, limit: i64) -> Result<(Vec<Event>, bool)> {
+        let mut sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > $1");
+        let mut binds: Vec<Bind> = vec![Bind::I(after_seq.unwrap_or(0))];
+        let mut push = |sql: &mut String, clause: &str, b: Bind| {
+            binds.push(b);
+            sql.push_str(&clause.replace('?', &format!("${}", binds.len())));
+        };
+        if !filter.kinds.is_empty() {
+            // Kinds are checked against the known list by the caller; still bound, not spliced.
+            sql.push_str(" AND kind IN (");
+            for (i, k) in filter.kinds.iter().enumerate() {
+                if i > 0 {
+                    sql.push_str(", ");
+                }
+                push(&mut sql, "?", Bind::S(k.clone()));
+            }
+            sql.push(')');
+        }
+        if let Some(q) = &filter.queue {
+            push(&mut sql, " AND queue = ?", Bind::S(q.clone()));
+        }
+        if let Some(j) = &filter.job_id {
+            push(&mut sql, " AND job_id = ?", Bind::S(j.clone()));
+        }
+        if let Some(t) = filter.since_us {
+            push(&mut sql, " AND at_us >= ?", Bind::I(t));
+        }
+        if let Some(t) = filter.until_us {
+            push(&mut sql, " AND at_us < ?", Bind::I(t));
+        }
+        push(&mut sql, " ORDER BY seq LIMIT ?", Bind::I(limit + 1));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for b in &binds {
+            query = match b {
+                Bind::I(i) => query.bind(*i),
+                Bind::S(s) => query.bind(s.clone()),
+            };
+        }
+        let rows = query.fetch_all(&self.db.pool).await?;
+        let more = rows.len() as i64 > limit;
+        let events = rows.iter().take(limit as usize).map(event_from_row).collect::<Result<_>>()?;
+        Ok((events, more))
+    }
+
+    /// Appends resource-history samples taken at `at_us`.
+    pub async fn insert_samples(&self, at_us: i64, samples: &[NewSample]) -> Result<()> {
+        if samples.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.db.pool.begin().await?;
+        for s in samples {
+            sqlx::query("INSERT INTO resource_samples (at_us, queue, flavor, resource, used_milli, nominal_milli) VALUES ($1, $2, $3, $4, $5, $6)")
+                .bind(at_us)
+                .bind(&s.queue)
+                .bind(&s.flavor)
+                .bind(&s.resource)
+                .bind(s.used_milli)
+                .bind(s.nominal_milli)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Deletes samples older than `before_us`; returns how many.
+    pub async fn prune_samples(&self, before_us: i64) -> Result<u64> {
+        let done = sqlx::query("DELETE FROM resource_samples WHERE at_us < $1").bind(before_us).execute(&self.db.pool).await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Samples in `[since, until)`, optionally of one queue/flavor/resource, downsampled to
+    /// one point per `step` per series (the last sample of each bucket: usage is a level that
+    /// holds until it changes, so the last value is the bucket's true end state).
+    pub async fn history(&self, q: &HistoryQuery) -> Result<Vec<Sample>> {
+        let mut sql = String::from("SELECT at_us, queue, flavor, resource, used_milli, nominal_milli FROM resource_samples WHERE at_us >= $1 AND at_us < $2");
+        let mut binds: Vec<Bind> = vec![Bind::I(q.since_us), Bind::I(q.until_us)];
+        for (col, v) in [("queue", &q.queue), ("flavor", &q.flavor), ("resource", &q.resource)] {
+            if let Some(v) = v {
+                binds.push(Bind::S(v.clone()));
+                sql.push_str(&format!(" AND {col} = ${}", binds.len()));
+            }
+        }
+        sql.push_str(" ORDER BY at_us");
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for b in &binds {
+            query = match b {
+                Bind::I(i) => query.bind(*i),
+                Bind::S(s) => query.bind(s.clone()),
+            };
+        }
+        let rows = query.fetch_all(&self.db.pool).await?;
+        let step = q.step_us.max(1);
+        // (series, bucket) → last sample; BTreeMap keeps output ordered by series then time.
+        let mut buckets: BTreeMap<(String, String, String, i64), (i64, i64, Option<i64>)> = BTreeMap::new();
+        for row in &rows {
+            let at: i64 = row.try_get(0)?;
+            let key = (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, (at - q.since_us) / step);
+            buckets.insert(key, (at, row.try_get(4)?, row.try_get(5)?));
+        }
+        Ok(buckets
+            .into_iter()
+            .map(|((queue, flavor, resource, _), (at, used, nominal))| Sample {
+                at: time_of(at),
+                queue,
+                flavor,
+                resource,
+                used: used as f64 / 1000.0,
+                nominal: nominal.map(|n| n as f64 / 1000.0),
+            })
+            .collect())
+    }
+
+    /// A stage with its jobs' states.
+    pub async fn stage(&self, id: &str) -> Result<Option<(StageStatus, Vec<JobRow>)>> {
+        let Some(row) = sqlx::query("SELECT id, name, submitter, created_at_us, parallelism_json FROM stages WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&self.db.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let parallelism: Parallelism = serde_json::from_str(&row.try_get::<String, _>(4)?)
+            .map_err(|e| JobStoreError::Corrupt { id: id.to_string(), message: e.to_string() })?;
+        let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE stage_id = $1 ORDER BY seq");
+        let jobs: Vec<JobRow> = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).fetch_all(&self.db.pool).await?.iter().map(job_from_row).collect::<Result<_>>()?;
+        let mut counts = BTreeMap::new();
+        for j in &jobs {
+            *counts.entry(j.state.as_str().to_string()).or_insert(0u64) += 1;
+        }
+        let status = StageStatus {
+            id: row.try_get(0)?,
+            name: row.try_get(1)?,
+            submitter: row.try_get(2)?,
+            created_at: time_of(row.try_get(3)?),
+            parallelism,
+            counts,
+            done: jobs.iter().all(|j| j.state.is_terminal()),
+            jobs: jobs.iter().map(|j| StageJob { id: j.id.clone(), name: j.name.clone(), state: j.state }).collect(),
+        };
+        Ok(Some((status, jobs)))
+    }
+}
+
+/// `GET /api/v1/history` parameters, resolved.
+#[derive(Debug, Clone)]
+pub struct HistoryQuery {
+    pub since_us: i64,
+    pub until_us: i64,
+    pub step_us: i64,
+    pub queue: Option<String>,
+    pub flavor: Option<String>,
+    pub resource: Option<String>,
+}
+
+enum Bind {
+    I(i64),
+    S(String),
+}
+
+async fn insert_events(tx: &mut AnyConnection, events: &[NewEvent]) -> Result<()> {
+    for e in events {
+        sqlx::query(
+            "INSERT INTO events (at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .bind(e.at_us)
+        .bind(e.kind)
+        .bind(e.job_id.as_deref())
+        .bind(e.queue.as_deref())
+        .bind(e.flavor.as_deref())
+        .bind(e.node.as_deref())
+        .bind(e.config_version)
+        .bind(e.rule_index)
+        .bind(&e.message)
+        .bind(e.detail.as_ref().map(|d| d.to_string()))
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+fn job_from_row(row: &AnyRow) -> Result<JobRow> {
+    let id: String = row.try_get(0)?;
+    let corrupt = |message: String| JobStoreError::Corrupt { id: id.clone(), message };
+    let state: String = row.try_get(4)?;
+    let state = JobState::parse(&state).ok_or_else(|| corrupt(format!("unknown state `{state}`")))?;
+    let spec: String = row.try_get(5)?;
+    let spec: JobRequest = serde_json::from_str(&spec).map_err(|e| corrupt(format!("spec: {e}")))?;
+    let flavors: Option<String> = row.try_get(15)?;
+    let flavors = match flavors {
+        Some(f) => serde_json::from_str(&f).map_err(|e| corrupt(format!("flavors: {e}")))?,
+        None => Vec::new(),
+    };
+    Ok(JobRow {
+        name: row.try_get(1)?,
+        submitter: row.try_get(2)?,
+        stage_id: row.try_get(3)?,
+        state,
+        spec,
+        queue: row.try_get(6)?,
+        rule_index: row.try_get(7)?,
+        config_version: row.try_get(8)?,
+        priority: row.try_get(9)?,
+        submitted_at_us: row.try_get(10)?,
+        enqueued_at_us: row.try_get(11)?,
+        runs: row.try_get(12)?,
+        retries: row.try_get(13)?,
+        retry_at_us: row.try_get(14)?,
+        flavors,
+        node: row.try_get(16)?,
+        backend: row.try_get(17)?,
+        handle: row.try_get(18)?,
+        admitted_at_us: row.try_get(19)?,
+        started_at_us: row.try_get(20)?,
+        finished_at_us: row.try_get(21)?,
+        exit_code: row.try_get(22)?,
+        reason: row.try_get(23)?,
+        id,
+    })
+}
+
+fn event_from_row(row: &AnyRow) -> Result<Event> {
+    let detail: Option<String> = row.try_get(10)?;
+    Ok(Event {
+        seq: row.try_get(0)?,
+        at: time_of(row.try_get(1)?),
+        kind: row.try_get(2)?,
+        job_id: row.try_get(3)?,
+        queue: row.try_get(4)?,
+        flavor: row.try_get(5)?,
+        node: row.try_get(6)?,
+        config_version: row.try_get(7)?,
+        rule_index: row.try_get(8)?,
+        message: row.try_get(9)?,
+        detail: detail.and_then(|d| serde_json::from_str(&d).ok()).unwrap_or(serde_json::Value::Null),
+    })
+}
