@@ -1,4 +1,618 @@
 //! The runtime: jobs go in, the admission loop decides with the engine, backends run them.
+//!
+//! [`Runtime`] is the handle the API holds. Submissions are checked and stored here (so a
+//! `201` means the job is durable), then handed to the loop ([`admission`]), the single task
+//! that changes live jobs. Reads go to the database, plus the loop's live view for what only
+//! it knows (positions and reasons of waiting jobs, usage).
 
+pub mod admission;
 pub mod backend;
 pub mod local;
+pub mod request;
+pub mod store;
+
+use std::collections::{BTreeMap, HashSet};
+use std::hash::{BuildHasher, Hasher};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use app::jobs::{
+    Event, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, QueuedJob, QuotaUsage, RunningEntry, Sample,
+    StageCreated, StageRejection, StageRequest, StageResults, StageStatus,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use admission::{Cmd, Live, Loop, State};
+use backend::{Registry, RunId, Stream};
+use store::{EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
+
+use crate::engine::{self, Compiled, Node};
+use crate::service::ConfigService;
+
+/// Tunables of the loop.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Period of the timeout/backoff/capacity check.
+    pub tick: Duration,
+    /// First retry delay; doubled per retry, at most 5 minutes.
+    pub retry_backoff: Duration,
+    /// Resource-history sample period while anything is in use.
+    pub sample_interval: Duration,
+    /// Samples older than this are deleted.
+    pub history_retention: Duration,
+    /// Where backends keep runs (logs, working dirs).
+    pub data_dir: PathBuf,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            tick: Duration::from_millis(500),
+            retry_backoff: Duration::from_secs(1),
+            sample_interval: Duration::from_secs(10),
+            history_retention: Duration::from_secs(14 * 24 * 3600),
+            data_dir: PathBuf::from("data"),
+        }
+    }
+}
+
+/// What submissions need without asking the loop: the active config and the nodes.
+#[derive(Debug)]
+pub struct Shared {
+    pub compiled: Arc<Compiled>,
+    pub config_version: i64,
+    pub nodes: Arc<Vec<Node>>,
+}
+
+/// What the runtime refuses or fails at; mapped to HTTP in `http::error`.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// Bad input: `field: problem`.
+    #[error("{0}")]
+    Invalid(String),
+    /// Refused at submit; the job is recorded as `rejected`.
+    #[error("rejected: {}", .0.reason.as_deref().unwrap_or(""))]
+    Rejected(Box<Job>),
+    #[error("job `{0}` does not exist")]
+    NotFound(String),
+    #[error("stage `{0}` does not exist")]
+    StageNotFound(String),
+    /// The job exists but has ended.
+    #[error("job `{0}` has already ended")]
+    NotLive(String),
+    #[error("the admission loop is not running")]
+    Stopped,
+    #[error("{0}")]
+    Backend(String),
+    #[error("database error: {0}")]
+    Store(String),
+}
+
+impl From<store::JobStoreError> for RuntimeError {
+    fn from(e: store::JobStoreError) -> Self {
+        match e {
+            store::JobStoreError::NotFound(id) => RuntimeError::NotFound(id),
+            other => RuntimeError::Store(other.to_string()),
+        }
+    }
+}
+
+/// Microseconds since the epoch.
+pub fn now_us() -> i64 {
+    chrono::Utc::now().timestamp_micros()
+}
+
+/// A new id: `j-` (or another prefix), the time in base 36, five random base-36 digits.
+/// Safe for file names and Ray submission ids.
+pub fn new_id(prefix: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_i64(now_us());
+    let ms = (now_us() / 1000) as u64;
+    format!("{prefix}-{}{}", base36(ms, 0), base36(h.finish() % 36u64.pow(5), 5))
+}
+
+fn base36(mut n: u64, width: usize) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    while n > 0 || out.is_empty() {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+    }
+    while out.len() < width {
+        out.push(b'0');
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The handle the API and the dashboard use.
+#[derive(Clone)]
+pub struct Runtime {
+    cmds: mpsc::UnboundedSender<Cmd>,
+    shared: Arc<RwLock<Shared>>,
+    store: JobStore,
+    backends: Registry,
+    settings: Settings,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("backends", &self.backends).finish_non_exhaustive()
+    }
+}
+
+/// Largest page of jobs or events.
+pub const MAX_PAGE: i64 = 1000;
+
+impl Runtime {
+    /// Recovers unfinished jobs and starts the admission loop on the current tokio runtime.
+    pub async fn start(
+        store: JobStore,
+        config: Arc<ConfigService>,
+        backends: Registry,
+        exits: mpsc::UnboundedReceiver<backend::Exit>,
+        settings: Settings,
+    ) -> anyhow::Result<Runtime> {
+        let active = config.get(None).await?;
+        let compiled = engine::compile(&active.config).map_err(|e| anyhow::anyhow!("active config version {}: {e}", active.version))?;
+        let shared = Arc::new(RwLock::new(Shared {
+            compiled: Arc::new(compiled),
+            config_version: active.version,
+            nodes: Arc::new(backends.nodes()),
+        }));
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config, rx, exits);
+        lp.recover().await?;
+        tokio::spawn(lp.run());
+        Ok(Runtime { cmds: tx, shared, store, backends, settings })
+    }
+
+    pub fn store(&self) -> &JobStore {
+        &self.store
+    }
+
+    fn shared(&self) -> (Arc<Compiled>, i64, Arc<Vec<Node>>) {
+        let s = self.shared.read().unwrap_or_else(|e| e.into_inner());
+        (s.compiled.clone(), s.config_version, s.nodes.clone())
+    }
+
+    /// Checks, routes and stores one job; a refusal is stored too and returned as
+    /// [`RuntimeError::Rejected`].
+    pub async fn submit(&self, req: JobRequest, submitter: &str) -> Result<Job, RuntimeError> {
+        let row = self.prepare(req, submitter, None)?;
+        let event = submit_event(&row);
+        self.store.insert(None, std::slice::from_ref(&row), &[event]).await?;
+        if row.state == JobState::Rejected {
+            return Err(RuntimeError::Rejected(Box::new(row.to_job())));
+        }
+        let job = row.to_job();
+        self.cmds.send(Cmd::Enqueue(vec![row])).map_err(|_| RuntimeError::Stopped)?;
+        Ok(job)
+    }
+
+    /// Stores a stage and its jobs at once; jobs refused at submit are listed, the others
+    /// wait in their queues with the stage's concurrency limit.
+    pub async fn submit_stage(&self, req: StageRequest, submitter: &str) -> Result<StageCreated, RuntimeError> {
+        if req.name.trim().is_empty() {
+            return Err(RuntimeError::Invalid("name: must not be empty".into()));
+        }
+        if req.jobs.is_empty() {
+            return Err(RuntimeError::Invalid("jobs: a stage needs at least one job".into()));
+        }
+        if req.jobs.len() > 10_000 {
+            return Err(RuntimeError::Invalid(format!("jobs: at most 10000 per stage, got {}", req.jobs.len())));
+        }
+        let p = &req.parallelism;
+        if p.retry_max.is_some_and(|r| r > request::MAX_RETRIES) {
+            return Err(RuntimeError::Invalid(format!("parallelism.retry_max: at most {}", request::MAX_RETRIES)));
+        }
+        let stage_id = new_id("s");
+        let mut rows = Vec::with_capacity(req.jobs.len());
+        let mut rejected = Vec::new();
+        for (i, mut job) in req.jobs.into_iter().enumerate() {
+            if let Some(r) = p.retry_max {
+                job.max_retries = r;
+            }
+            if let Some(t) = p.timeout_sec {
+                job.timeout_s = t;
+            }
+            let row = self.prepare(job, submitter, Some(&stage_id)).map_err(|e| match e {
+                RuntimeError::Invalid(m) => RuntimeError::Invalid(format!("jobs[{i}].{m}")),
+                other => other,
+            })?;
+            if row.state == JobState::Rejected {
+                rejected.push(StageRejection { index: i, job_id: row.id.clone(), reason: row.reason.clone().unwrap_or_default() });
+            }
+            rows.push(row);
+        }
+        let events: Vec<NewEvent> = rows.iter().map(submit_event).collect();
+        let at = now_us();
+        self.store.insert(Some((&stage_id, req.name.trim(), submitter, at, &req.parallelism)), &rows, &events).await?;
+        let job_ids = rows.iter().map(|r| r.id.clone()).collect();
+        let pending: Vec<JobRow> = rows.into_iter().filter(|r| r.state == JobState::Pending).collect();
+        self.cmds.send(Cmd::Stage { id: stage_id.clone(), max_concurrent: req.parallelism.max_concurrent }).map_err(|_| RuntimeError::Stopped)?;
+        self.cmds.send(Cmd::Enqueue(pending)).map_err(|_| RuntimeError::Stopped)?;
+        Ok(StageCreated { stage_id, job_ids, rejected })
+    }
+
+    /// A job row ready to store: pending with its queue and priority, or rejected with why.
+    fn prepare(&self, mut req: JobRequest, submitter: &str, stage: Option<&str>) -> Result<JobRow, RuntimeError> {
+        let request = request::check(&req).map_err(RuntimeError::Invalid)?;
+        let (compiled, version, nodes) = self.shared();
+        let now = now_us();
+        let name = req.name.take().unwrap_or_else(|| request::default_name(&req.entrypoint));
+        let mut row = JobRow {
+            id: new_id("j"),
+            name,
+            submitter: submitter.to_string(),
+            stage_id: stage.map(str::to_string),
+            state: JobState::Pending,
+            queue: None,
+            rule_index: None,
+            config_version: Some(version),
+            priority: req.priority.unwrap_or(0),
+            submitted_at_us: now,
+            enqueued_at_us: now,
+            runs: 0,
+            retries: 0,
+            retry_at_us: None,
+            flavors: Vec::new(),
+            node: None,
+            backend: None,
+            handle: None,
+            admitted_at_us: None,
+            started_at_us: None,
+            finished_at_us: None,
+            exit_code: None,
+            reason: None,
+            spec: req,
+        };
+        let routed = engine::route(&compiled, &row.spec.labels, row.spec.priority)
+            .and_then(|r| engine::check_submittable(&compiled, &nodes, &r.queue, &request).map(|()| r));
+        match routed {
+            Ok(r) => {
+                row.queue = Some(r.queue.to_string());
+                row.rule_index = r.rule_index.map(|i| i as i64);
+                row.priority = r.priority;
+            }
+            Err(rejection) => {
+                if let Ok(r) = engine::route(&compiled, &row.spec.labels, row.spec.priority) {
+                    row.queue = Some(r.queue.to_string());
+                    row.rule_index = r.rule_index.map(|i| i as i64);
+                }
+                row.state = JobState::Rejected;
+                row.finished_at_us = Some(now);
+                row.reason = Some(rejection.reason);
+            }
+        }
+        Ok(row)
+    }
+
+    async fn ask<T: Send + 'static>(&self, f: impl FnOnce(&State) -> T + Send + 'static) -> Result<T, RuntimeError> {
+        let (tx, rx) = oneshot::channel();
+        let cmd = Cmd::Inspect(Box::new(move |state| {
+            let _ = tx.send(f(state));
+        }));
+        self.cmds.send(cmd).map_err(|_| RuntimeError::Stopped)?;
+        rx.await.map_err(|_| RuntimeError::Stopped)
+    }
+
+    async fn call(&self, make: impl FnOnce(oneshot::Sender<Result<JobRow, RuntimeError>>) -> Cmd) -> Result<Job, RuntimeError> {
+        let (tx, rx) = oneshot::channel();
+        self.cmds.send(make(tx)).map_err(|_| RuntimeError::Stopped)?;
+        Ok(rx.await.map_err(|_| RuntimeError::Stopped)??.to_job())
+    }
+
+    /// Cancels a pending or running job (running: its process tree is stopped).
+    pub async fn cancel(&self, id: &str, by: &str) -> Result<Job, RuntimeError> {
+        let id = id.to_string();
+        let by = by.to_string();
+        match self.call(|reply| Cmd::Cancel { id: id.clone(), by, reply }).await {
+            Err(RuntimeError::NotLive(_)) => Err(self.not_live(&id).await),
+            other => other,
+        }
+    }
+
+    /// Changes a job's priority, within the bounds of the rule that routed it.
+    pub async fn set_priority(&self, id: &str, priority: i64, by: &str) -> Result<Job, RuntimeError> {
+        let id = id.to_string();
+        let by = by.to_string();
+        match self.call(|reply| Cmd::Priority { id: id.clone(), priority, by, reply }).await {
+            Err(RuntimeError::NotLive(_)) => Err(self.not_live(&id).await),
+            other => other,
+        }
+    }
+
+    /// 404 when the job never existed, 409 when it has ended.
+    async fn not_live(&self, id: &str) -> RuntimeError {
+        match self.store.get(id).await {
+            Ok(_) => RuntimeError::NotLive(id.to_string()),
+            Err(e) => e.into(),
+        }
+    }
+
+    /// One job with its history and, while it waits, its position and reason.
+    pub async fn job(&self, id: &str) -> Result<Job, RuntimeError> {
+        let row = self.store.get(id).await?;
+        let mut job = row.to_job();
+        if job.state == JobState::Pending {
+            let key = id.to_string();
+            if let Some((pos, why)) = self.ask(move |s| s.waiting.get(key.as_str()).cloned()).await? {
+                job.position = (pos > 0).then_some(pos);
+                job.reason = Some(why.to_string());
+            }
+        }
+        let filter = EventFilter { job_id: Some(id.to_string()), ..Default::default() };
+        job.history = self.store.events(&filter, None, MAX_PAGE).await?.0;
+        Ok(job)
+    }
+
+    /// A page of jobs, newest first.
+    pub async fn jobs(&self, filter: &JobFilter, cursor: Option<i64>, limit: i64) -> Result<JobPage, RuntimeError> {
+        let mut page = self.store.list(filter, cursor, limit).await?;
+        let ids: Vec<String> = page.jobs.iter().filter(|j| j.state == JobState::Pending).map(|j| j.id.clone()).collect();
+        if !ids.is_empty() {
+            let infos = self.ask(move |s| ids.iter().map(|id| s.waiting.get(id.as_str()).cloned()).collect::<Vec<_>>()).await?;
+            let mut infos = infos.into_iter();
+            for job in page.jobs.iter_mut().filter(|j| j.state == JobState::Pending) {
+                if let Some(Some((pos, why))) = infos.next() {
+                    job.position = (pos > 0).then_some(pos);
+                    job.reason = Some(why.to_string());
+                }
+            }
+        }
+        Ok(page)
+    }
+
+    /// The log of a job's latest run.
+    pub async fn logs(&self, id: &str, stream: Stream, tail: Option<u64>) -> Result<(Vec<u8>, JobState), RuntimeError> {
+        let row = self.store.get(id).await?;
+        if row.runs == 0 {
+            return Ok((Vec::new(), row.state));
+        }
+        let backend_name = row.backend.clone().or_else(|| self.last_backend(&row)).unwrap_or_else(|| "local".into());
+        let Some(backend) = self.backends.get(&backend_name) else {
+            return Err(RuntimeError::Backend(format!("backend `{backend_name}` is not configured")));
+        };
+        let run = RunId { job: row.id.as_str().into(), run: row.runs };
+        let bytes = backend.logs(run, stream, tail).await.map_err(|e| RuntimeError::Backend(e.0))?;
+        Ok((bytes, row.state))
+    }
+
+    /// A finished job keeps its backend column; a requeued one lost it — fall back to the
+    /// only backend when there is one.
+    fn last_backend(&self, _row: &JobRow) -> Option<String> {
+        let mut it = self.backends.iter();
+        let first = it.next()?;
+        it.next().is_none().then(|| first.name().to_string())
+    }
+
+    /// Every queue's usage and counts; with `name`, that queue's waiting and running jobs too.
+    pub async fn queues(&self, name: Option<String>) -> Result<Vec<QueueView>, RuntimeError> {
+        let want = name.clone();
+        let views = self.ask(move |s| queue_views(s, want.as_deref())).await?;
+        if let Some(n) = name {
+            if views.is_empty() {
+                return Err(RuntimeError::Invalid(format!("queue: no queue named `{n}` in the active config")));
+            }
+        }
+        Ok(views)
+    }
+
+    /// Every node with its free capacity and the flavors that select it.
+    pub async fn nodes(&self) -> Result<Vec<NodeView>, RuntimeError> {
+        self.ask(|s| {
+            s.nodes
+                .iter()
+                .map(|n| NodeView {
+                    id: n.id.to_string(),
+                    backend: n.backend.to_string(),
+                    labels: n.labels.clone(),
+                    capacity: n.capacity.iter().map(|(k, v)| (k.to_string(), v.as_f64())).collect(),
+                    free: admission::free_on(s, n).iter().map(|(k, v)| (k.to_string(), v.as_f64())).collect(),
+                    flavors: s
+                        .compiled
+                        .flavors
+                        .iter()
+                        .filter(|f| app::config::selector::matches(Some(&f.selector), &n.labels))
+                        .map(|f| f.name.to_string())
+                        .collect(),
+                })
+                .collect()
+        })
+        .await
+    }
+
+    /// A page of events, oldest first.
+    pub async fn events(&self, filter: &EventFilter, after: Option<i64>, limit: i64) -> Result<(Vec<Event>, bool), RuntimeError> {
+        Ok(self.store.events(filter, after, limit).await?)
+    }
+
+    /// Resource history, downsampled.
+    pub async fn history(&self, q: &HistoryQuery) -> Result<Vec<Sample>, RuntimeError> {
+        Ok(self.store.history(q).await?)
+    }
+
+    /// A stage's progress.
+    pub async fn stage(&self, id: &str) -> Result<StageStatus, RuntimeError> {
+        Ok(self.store.stage(id).await?.ok_or_else(|| RuntimeError::StageNotFound(id.to_string()))?.0)
+    }
+
+    /// A stage's results: each job's status, exit code, log tails and declared outputs.
+    pub async fn stage_results(&self, id: &str) -> Result<StageResults, RuntimeError> {
+        const TAIL: u64 = 64 * 1024;
+        let (status, rows) = self.store.stage(id).await?.ok_or_else(|| RuntimeError::StageNotFound(id.to_string()))?;
+        let mut job_statuses = Vec::with_capacity(rows.len());
+        let mut artifacts = BTreeMap::new();
+        let mut names_seen = HashSet::new();
+        for row in &rows {
+            let (stdout, stderr) = if row.runs > 0 {
+                let out = self.logs(&row.id, Stream::Stdout, Some(TAIL)).await.map(|l| l.0).unwrap_or_default();
+                let err = self.logs(&row.id, Stream::Stderr, Some(TAIL)).await.map(|l| l.0).unwrap_or_default();
+                (String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&err).into_owned())
+            } else {
+                (String::new(), String::new())
+            };
+            let outputs = collect_outputs(row, &self.settings);
+            let prefix = if names_seen.insert(row.name.clone()) { row.name.clone() } else { row.id.clone() };
+            for (path, content) in &outputs {
+                artifacts.insert(format!("{prefix}/{path}"), content.clone());
+            }
+            job_statuses.push(JobResult {
+                job_id: row.id.clone(),
+                name: row.name.clone(),
+                status: seed_status(row.state).into(),
+                state: row.state,
+                return_code: row.exit_code,
+                stdout,
+                stderr,
+                outputs,
+            });
+        }
+        let failed: Vec<&JobResult> = job_statuses.iter().filter(|j| j.state.is_terminal() && j.state != JobState::Succeeded).collect();
+        let error_message = match (status.done, failed.len()) {
+            (false, _) => Some("the stage is still running".to_string()),
+            (true, 0) => None,
+            (true, n) => Some(format!("{n} of {} jobs did not succeed", job_statuses.len())),
+        };
+        Ok(StageResults {
+            stage_id: status.id,
+            stage_name: status.name,
+            success: status.done && failed.is_empty(),
+            job_statuses,
+            artifacts,
+            error_message,
+        })
+    }
+
+    /// The number of unfinished jobs the loop holds (for readiness and tests).
+    pub async fn live_jobs(&self) -> Result<usize, RuntimeError> {
+        self.ask(|s| s.jobs.len()).await
+    }
+}
+
+fn submit_event(row: &JobRow) -> NewEvent {
+    let (kind, message) = match row.state {
+        JobState::Rejected => ("rejected", format!("rejected: {}", row.reason.as_deref().unwrap_or(""))),
+        _ => ("submitted", format!("submitted by {} to {} with priority {}", row.submitter, row.queue.as_deref().unwrap_or("?"), row.priority)),
+    };
+    NewEvent {
+        at_us: row.submitted_at_us,
+        kind,
+        job_id: Some(row.id.clone()),
+        queue: row.queue.clone(),
+        config_version: row.config_version,
+        rule_index: row.rule_index,
+        message,
+        ..Default::default()
+    }
+}
+
+/// Seed 002's status words.
+fn seed_status(state: JobState) -> &'static str {
+    match state {
+        JobState::Pending | JobState::Admitted => "queued",
+        JobState::Running => "running",
+        JobState::Succeeded => "completed",
+        JobState::Failed | JobState::TimedOut | JobState::Rejected => "failed",
+        JobState::Cancelled => "cancelled",
+    }
+}
+
+/// Reads a finished job's declared outputs from its working directory (text, at most 1 MiB
+/// each); a missing or unreadable file becomes `{"error": …}`.
+fn collect_outputs(row: &JobRow, settings: &Settings) -> BTreeMap<String, serde_json::Value> {
+    const MAX: u64 = 1024 * 1024;
+    let mut out = BTreeMap::new();
+    if row.spec.outputs.is_empty() || row.runs == 0 {
+        return out;
+    }
+    let dir = match &row.spec.runtime_env.working_dir {
+        Some(d) => PathBuf::from(d),
+        None => settings.data_dir.join("runs").join(RunId { job: row.id.as_str().into(), run: row.runs }.key()).join("work"),
+    };
+    for path in &row.spec.outputs {
+        let full = dir.join(path);
+        let value = match std::fs::metadata(&full) {
+            Ok(m) if m.len() > MAX => serde_json::json!({"error": format!("{} bytes, more than the 1 MiB bound", m.len())}),
+            Ok(_) => match std::fs::read(&full) {
+                Ok(bytes) => serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned()),
+                Err(e) => serde_json::json!({"error": e.to_string()}),
+            },
+            Err(e) => serde_json::json!({"error": format!("{}: {e}", full.display())}),
+        };
+        out.insert(path.clone(), value);
+    }
+    out
+}
+
+fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
+    let usage = admission::usage(s);
+    let cells = s.compiled.quota_cells();
+    let now = now_us();
+    let mut views = Vec::new();
+    for q in s.compiled.queues.iter().filter(|q| only.is_none_or(|n| *q.name == *n)) {
+        let jobs: Vec<&Live> = s.jobs.values().filter(|l| l.queue == q.name).collect();
+        let waiting: Vec<&&Live> = jobs.iter().filter(|l| l.row.state == JobState::Pending).collect();
+        let holding: Vec<&&Live> = jobs.iter().filter(|l| l.row.state.holds_quota()).collect();
+        let longest = waiting.iter().map(|l| l.row.enqueued_at_us).min().map(|t| (now - t).max(0) as f64 / 1e6);
+        let mut view = QueueView {
+            name: q.name.to_string(),
+            preemption: if q.preempt_lower_priority { "lower_priority" } else { "never" }.into(),
+            usage: cells
+                .iter()
+                .filter(|c| c.queue == q.name)
+                .map(|c| QuotaUsage {
+                    flavor: c.flavor.to_string(),
+                    resource: c.resource.to_string(),
+                    used: usage.get(&(c.queue.clone(), c.flavor.clone(), c.resource.clone())).copied().unwrap_or(0) as f64 / 1000.0,
+                    nominal: c.nominal.map(|m| m.as_f64()),
+                })
+                .collect(),
+            pending_count: waiting.len() as u64,
+            running_count: holding.len() as u64,
+            longest_wait_s: longest,
+            pending: Vec::new(),
+            running: Vec::new(),
+        };
+        if only.is_some() {
+            let mut pending: Vec<QueuedJob> = waiting
+                .iter()
+                .map(|l| {
+                    let (pos, why) = s.waiting.get(&l.key).cloned().unwrap_or((0, Arc::from("waiting for the next admission cycle")));
+                    QueuedJob {
+                        id: l.row.id.clone(),
+                        name: l.row.name.clone(),
+                        priority: l.row.priority,
+                        position: pos,
+                        enqueued_at: store::time_of(l.row.enqueued_at_us),
+                        reason: why.to_string(),
+                    }
+                })
+                .collect();
+            // Ranked jobs first by position; held-back ones (position 0) after, by priority.
+            pending.sort_by(|a, b| (a.position == 0).cmp(&(b.position == 0)).then(a.position.cmp(&b.position)).then(b.priority.cmp(&a.priority)).then(a.enqueued_at.cmp(&b.enqueued_at)));
+            view.pending = pending;
+            let mut running: Vec<RunningEntry> = holding
+                .iter()
+                .map(|l| RunningEntry {
+                    id: l.row.id.clone(),
+                    name: l.row.name.clone(),
+                    priority: l.row.priority,
+                    state: l.row.state,
+                    flavors: l.row.flavors.clone(),
+                    node: l.row.node.clone().unwrap_or_default(),
+                    started_at: l.row.started_at_us.map(store::time_of),
+                })
+                .collect();
+            running.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.id.cmp(&b.id)));
+            view.running = running;
+        }
+        views.push(view);
+    }
+    views
+}

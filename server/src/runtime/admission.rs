@@ -1,0 +1,759 @@
+//! The admission loop: the one task that owns the live jobs and changes their state.
+//!
+//! It wakes on a command (submit, cancel, priority change, an inspection), a backend's exit
+//! report, a config apply, or the tick (timeouts, retry backoff, capacity, history samples).
+//! A cycle that has nothing new to decide does not call the engine and writes nothing.
+//!
+//! A cycle: fold in exits and commands → stop jobs past their timeout → if anything changed,
+//! snapshot → [`engine::schedule`] → plan; then
+//! 1. **decide**: one transaction with every state change and event so far (victims back to
+//!    `pending` with their original enqueue time, admissions as `admitted`): written before
+//!    any side effect, so a crash never leaves a process the database does not know of;
+//! 2. **act**: stop victims, cancelled and timed-out runs, then start the admissions;
+//! 3. **record**: one transaction with the starts (`running`, handle) and start failures.
+//!
+//! After a restart, [`Loop::recover`] reloads every unfinished job and asks its backend to
+//! adopt `admitted` and `running` ones: alive → running again, ended → its outcome, never
+//! started → back to pending (no retry consumed).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use app::config::{MatchExpression, Operator};
+use app::jobs::{FlavorUse, JobState};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::backend::{Adopted, Exit, Outcome, Registry, RunId, StartSpec};
+use super::store::{JobRow, JobStore, NewEvent, NewSample};
+use super::{now_us, RuntimeError, Settings, Shared};
+use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
+use crate::service::ConfigService;
+
+/// A job the loop holds in memory: its row plus the engine's view of it.
+#[derive(Debug, Clone)]
+pub struct Live {
+    pub row: JobRow,
+    pub key: Name,
+    pub queue: Name,
+    pub request: Resources,
+    pub flavors: Vec<FlavorAssignment>,
+    pub node: Option<Name>,
+}
+
+impl Live {
+    /// A live job from its stored row; `request` is recomputed from the spec.
+    pub fn from_row(row: JobRow) -> Live {
+        let request = super::request::check(&row.spec).unwrap_or_default();
+        let flavors = row
+            .flavors
+            .iter()
+            .map(|f| FlavorAssignment { flavor: f.flavor.as_str().into(), resources: f.resources.iter().map(|r| r.as_str().into()).collect() })
+            .collect();
+        Live {
+            key: row.id.as_str().into(),
+            queue: row.queue.as_deref().unwrap_or("").into(),
+            node: row.node.as_deref().map(Into::into),
+            request,
+            flavors,
+            row,
+        }
+    }
+
+    fn run(&self) -> RunId {
+        RunId { job: self.key.clone(), run: self.row.runs }
+    }
+
+    fn clear_placement(&mut self) {
+        self.flavors.clear();
+        self.node = None;
+        self.row.flavors.clear();
+        self.row.node = None;
+        self.row.backend = None;
+        self.row.handle = None;
+    }
+}
+
+/// Asks the loop to do something; replies come after the change is committed.
+pub enum Cmd {
+    /// New pending jobs, already stored.
+    Enqueue(Vec<JobRow>),
+    /// A new stage's concurrency limit.
+    Stage { id: String, max_concurrent: u32 },
+    Cancel { id: String, by: String, reply: oneshot::Sender<Result<JobRow, RuntimeError>> },
+    Priority { id: String, priority: i64, by: String, reply: oneshot::Sender<Result<JobRow, RuntimeError>> },
+    /// Runs a read-only closure over the live state (queue views, positions).
+    Inspect(Box<dyn FnOnce(&State) + Send>),
+}
+
+/// The live state, as inspections see it.
+pub struct State {
+    pub jobs: HashMap<Name, Live>,
+    /// Position and reason of every waiting job, from the last cycle.
+    pub waiting: HashMap<Name, (u64, Arc<str>)>,
+    pub compiled: Arc<Compiled>,
+    pub config_version: i64,
+    pub nodes: Vec<Node>,
+    stages: HashMap<String, u32>,
+}
+
+/// The loop task's own data.
+pub struct Loop {
+    pub(super) state: State,
+    pub(super) store: JobStore,
+    pub(super) backends: Registry,
+    pub(super) settings: Settings,
+    pub(super) shared: Arc<RwLock<Shared>>,
+    pub(super) config: Arc<ConfigService>,
+    pub(super) cmds: mpsc::UnboundedReceiver<Cmd>,
+    pub(super) exits: mpsc::UnboundedReceiver<Exit>,
+    pub(super) config_rx: watch::Receiver<i64>,
+    dirty: bool,
+    last_sample: Option<(Instant, BTreeMap<(Name, Name, Name), i64>)>,
+    last_prune: Option<Instant>,
+}
+
+/// What one cycle changed, written together.
+#[derive(Default)]
+struct Batch {
+    touched: Vec<Name>,
+    seen: HashSet<Name>,
+    events: Vec<NewEvent>,
+    stops: Vec<(Name, RunId, String)>,
+    replies: Vec<(oneshot::Sender<Result<JobRow, RuntimeError>>, Result<JobRow, RuntimeError>)>,
+}
+
+impl Batch {
+    fn touch(&mut self, id: &Name) {
+        if self.seen.insert(id.clone()) {
+            self.touched.push(id.clone());
+        }
+    }
+}
+
+impl Loop {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        store: JobStore,
+        backends: Registry,
+        settings: Settings,
+        shared: Arc<RwLock<Shared>>,
+        config: Arc<ConfigService>,
+        cmds: mpsc::UnboundedReceiver<Cmd>,
+        exits: mpsc::UnboundedReceiver<Exit>,
+    ) -> Loop {
+        let (compiled, config_version, nodes) = {
+            let s = shared.read().unwrap_or_else(|e| e.into_inner());
+            (s.compiled.clone(), s.config_version, s.nodes.as_ref().clone())
+        };
+        let config_rx = config.subscribe();
+        Loop {
+            state: State { jobs: HashMap::new(), waiting: HashMap::new(), compiled, config_version, nodes, stages: HashMap::new() },
+            store,
+            backends,
+            settings,
+            shared,
+            config,
+            cmds,
+            exits,
+            config_rx,
+            dirty: true,
+            last_sample: None,
+            last_prune: None,
+        }
+    }
+
+    /// Reloads unfinished jobs and re-attaches running ones to their backends.
+    pub(super) async fn recover(&mut self) -> Result<(), RuntimeError> {
+        let rows = self.store.load_unfinished().await?;
+        let now = now_us();
+        let mut batch = Batch::default();
+        let mut stage_ids: HashSet<String> = HashSet::new();
+        for row in rows {
+            if let Some(s) = &row.stage_id {
+                stage_ids.insert(s.clone());
+            }
+            let live = Live::from_row(row);
+            let key = live.key.clone();
+            let holding = live.row.state.holds_quota();
+            self.state.jobs.insert(key.clone(), live);
+            if !holding {
+                continue;
+            }
+            let (backend_name, handle, run) = {
+                let l = &self.state.jobs[&key];
+                (l.row.backend.clone().unwrap_or_default(), l.row.handle.clone(), l.run())
+            };
+            let Some(backend) = self.backends.get(&backend_name).cloned() else {
+                let reason = format!("backend `{backend_name}` is not configured any more");
+                self.end_run(&key, Outcome::Failed(reason), now, &mut batch);
+                continue;
+            };
+            match backend.adopt(run, handle).await {
+                Adopted::Running { handle } => {
+                    let live = self.state.jobs.get_mut(&key).expect("inserted above");
+                    if live.row.state == JobState::Admitted {
+                        live.row.state = JobState::Running;
+                        live.row.started_at_us.get_or_insert(now);
+                    }
+                    live.row.handle = Some(handle);
+                    batch.touch(&key);
+                }
+                Adopted::Ended(outcome) => self.end_run(&key, outcome, now, &mut batch),
+                Adopted::NeverStarted => {
+                    let live = self.state.jobs.get_mut(&key).expect("inserted above");
+                    live.row.state = JobState::Pending;
+                    live.row.runs = (live.row.runs - 1).max(0);
+                    live.row.admitted_at_us = None;
+                    live.clear_placement();
+                    batch.touch(&key);
+                    batch.events.push(job_event(now, "requeued", live, "the server stopped before starting it; back in its queue".into()));
+                }
+            }
+        }
+        for id in stage_ids {
+            if let Ok(Some((status, _))) = self.store.stage(&id).await {
+                self.state.stages.insert(id, status.parallelism.max_concurrent);
+            }
+        }
+        self.commit(now, &mut batch).await;
+        tracing::info!(jobs = self.state.jobs.len(), "admission loop recovered its jobs");
+        Ok(())
+    }
+
+    /// Runs until the command channel closes (the server shuts down).
+    pub(super) async fn run(mut self) {
+        let mut tick = tokio::time::interval(self.settings.tick);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut exits = Vec::new();
+        let mut cmds = Vec::new();
+        loop {
+            let mut ticked = false;
+            tokio::select! {
+                cmd = self.cmds.recv() => match cmd {
+                    Some(c) => cmds.push(c),
+                    None => return,
+                },
+                Some(e) = self.exits.recv() => exits.push(e),
+                Ok(()) = self.config_rx.changed() => self.reload_config().await,
+                _ = tick.tick() => ticked = true,
+            }
+            // Take everything already waiting, so one cycle serves a burst.
+            while let Ok(c) = self.cmds.try_recv() {
+                cmds.push(c);
+            }
+            while let Ok(e) = self.exits.try_recv() {
+                exits.push(e);
+            }
+            self.cycle(std::mem::take(&mut cmds), std::mem::take(&mut exits), ticked).await;
+        }
+    }
+
+    async fn reload_config(&mut self) {
+        let version = *self.config_rx.borrow_and_update();
+        if version == self.state.config_version {
+            return;
+        }
+        match self.config.get(Some(version)).await.map_err(|e| e.to_string()).and_then(|v| engine::compile(&v.config).map_err(|e| e.to_string())) {
+            Ok(compiled) => {
+                self.state.compiled = Arc::new(compiled);
+                self.state.config_version = version;
+                self.publish();
+                self.dirty = true;
+                // New quotas: sample at once.
+                self.last_sample = None;
+            }
+            Err(e) => tracing::error!(version, error = %e, "cannot load the applied config; keeping the previous one"),
+        }
+    }
+
+    fn publish(&self) {
+        let mut s = self.shared.write().unwrap_or_else(|e| e.into_inner());
+        s.compiled = self.state.compiled.clone();
+        s.config_version = self.state.config_version;
+        s.nodes = Arc::new(self.state.nodes.clone());
+    }
+
+    async fn cycle(&mut self, cmds: Vec<Cmd>, exits: Vec<Exit>, ticked: bool) {
+        let now = now_us();
+        let mut batch = Batch::default();
+        for exit in exits {
+            let key: Name = exit.run.job.clone();
+            let current = self.state.jobs.get(&key).is_some_and(|l| l.row.state.holds_quota() && l.row.runs == exit.run.run);
+            if current {
+                self.end_run(&key, exit.outcome, now, &mut batch);
+            }
+        }
+        for cmd in cmds {
+            self.command(cmd, now, &mut batch);
+        }
+        if ticked {
+            self.on_tick(now, &mut batch);
+        }
+        let mut starts = Vec::new();
+        if self.dirty {
+            self.dirty = false;
+            starts = self.decide(now, &mut batch);
+        }
+        self.commit(now, &mut batch).await;
+        for (backend, run, handle) in std::mem::take(&mut batch.stops) {
+            if let Some(b) = self.backends.get(&backend) {
+                if let Err(e) = b.stop(run.clone(), handle).await {
+                    tracing::warn!(run = %run.key(), error = %e, "stop failed");
+                }
+            }
+        }
+        let started_any = !starts.is_empty();
+        for key in starts {
+            self.start(&key, &mut batch).await;
+        }
+        if started_any {
+            self.commit(now_us(), &mut batch).await;
+        }
+        self.sample(now).await;
+    }
+
+    fn command(&mut self, cmd: Cmd, now: i64, batch: &mut Batch) {
+        match cmd {
+            Cmd::Enqueue(rows) => {
+                for row in rows {
+                    let live = Live::from_row(row);
+                    self.state.jobs.insert(live.key.clone(), live);
+                }
+                self.dirty = true;
+            }
+            Cmd::Stage { id, max_concurrent } => {
+                self.state.stages.insert(id, max_concurrent);
+            }
+            Cmd::Inspect(f) => f(&self.state),
+            Cmd::Cancel { id, by, reply } => {
+                let result = self.cancel(&id, &by, now, batch);
+                batch.replies.push((reply, result));
+            }
+            Cmd::Priority { id, priority, by, reply } => {
+                let result = self.set_priority(&id, priority, &by, now, batch);
+                batch.replies.push((reply, result));
+            }
+        }
+    }
+
+    fn cancel(&mut self, id: &str, by: &str, now: i64, batch: &mut Batch) -> Result<JobRow, RuntimeError> {
+        let Some(live) = self.state.jobs.get_mut(id) else { return Err(RuntimeError::NotLive(id.to_string())) };
+        let key = live.key.clone();
+        if live.row.state.holds_quota() {
+            if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
+                batch.stops.push((b.as_str().into(), live.run(), h));
+            }
+        }
+        live.row.state = JobState::Cancelled;
+        live.row.finished_at_us = Some(now);
+        live.row.reason = Some(format!("cancelled by {by}"));
+        batch.events.push(job_event(now, "cancelled", live, format!("cancelled by {by}")));
+        let row = live.row.clone();
+        batch.touch(&key);
+        self.dirty = true;
+        Ok(row)
+    }
+
+    fn set_priority(&mut self, id: &str, priority: i64, by: &str, now: i64, batch: &mut Batch) -> Result<JobRow, RuntimeError> {
+        let compiled = self.state.compiled.clone();
+        let Some(live) = self.state.jobs.get_mut(id) else { return Err(RuntimeError::NotLive(id.to_string())) };
+        let priority = bounded_priority(&compiled, live.row.rule_index, priority)?;
+        let old = live.row.priority;
+        live.row.priority = priority;
+        let key = live.key.clone();
+        batch.events.push(job_event(now, "priority_changed", live, format!("priority {old} → {priority} by {by}")));
+        let row = live.row.clone();
+        batch.touch(&key);
+        self.dirty = true;
+        Ok(row)
+    }
+
+    fn on_tick(&mut self, now: i64, batch: &mut Batch) {
+        // Timeouts.
+        let expired: Vec<Name> = self
+            .state
+            .jobs
+            .values()
+            .filter(|l| l.row.state == JobState::Running && l.row.spec.timeout_s > 0)
+            .filter(|l| l.row.started_at_us.is_some_and(|s| now - s >= (l.row.spec.timeout_s as i64).saturating_mul(1_000_000)))
+            .map(|l| l.key.clone())
+            .collect();
+        for key in expired {
+            let live = self.state.jobs.get_mut(&key).expect("listed above");
+            if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
+                batch.stops.push((b.as_str().into(), live.run(), h));
+            }
+            live.row.state = JobState::TimedOut;
+            live.row.finished_at_us = Some(now);
+            let msg = format!("stopped after its timeout of {} s", live.row.spec.timeout_s);
+            live.row.reason = Some(msg.clone());
+            batch.events.push(job_event(now, "timed_out", live, msg));
+            batch.touch(&key);
+            self.dirty = true;
+        }
+        // Retries whose backoff ended.
+        if self.state.jobs.values().any(|l| l.row.state == JobState::Pending && l.row.retry_at_us.is_some_and(|t| t <= now)) {
+            self.dirty = true;
+        }
+        // Capacity.
+        let nodes = self.backends.nodes();
+        if nodes != self.state.nodes {
+            self.state.nodes = nodes;
+            self.publish();
+            self.dirty = true;
+        }
+    }
+
+    /// Ends the current run of a holding job with `outcome`: succeeded, retried or failed.
+    fn end_run(&mut self, key: &Name, outcome: Outcome, now: i64, batch: &mut Batch) {
+        let backoff = self.settings.retry_backoff;
+        let Some(live) = self.state.jobs.get_mut(key) else { return };
+        let (failed, what, code) = match &outcome {
+            Outcome::Exited(0) => (false, "succeeded".to_string(), Some(0)),
+            Outcome::Exited(c) => (true, format!("exited with code {c}"), Some(*c as i64)),
+            Outcome::Signaled(s) => (true, format!("killed by signal {s}"), None),
+            Outcome::Failed(m) => (true, m.clone(), None),
+        };
+        live.row.exit_code = code;
+        batch.touch(key);
+        self.dirty = true;
+        if failed && live.row.retries < live.row.spec.max_retries as i64 {
+            live.row.retries += 1;
+            let delay = backoff.saturating_mul(1u32 << (live.row.retries - 1).min(8) as u32).min(Duration::from_secs(300));
+            live.row.retry_at_us = Some(now + delay.as_micros() as i64);
+            live.row.state = JobState::Pending;
+            live.row.reason = Some(what.clone());
+            let msg = format!("{what}; retry {} of {} in {:.1} s", live.row.retries, live.row.spec.max_retries, delay.as_secs_f64());
+            batch.events.push(job_event(now, "retried", live, msg));
+            live.clear_placement();
+            return;
+        }
+        live.row.state = if failed { JobState::Failed } else { JobState::Succeeded };
+        live.row.finished_at_us = Some(now);
+        live.row.reason = failed.then(|| what.clone());
+        batch.events.push(job_event(now, "finished", live, what));
+    }
+
+    /// Runs the engine and applies its plan to the live state; returns the jobs to start.
+    fn decide(&mut self, now: i64, batch: &mut Batch) -> Vec<Name> {
+        let now_ms = now / 1000;
+        let mut running = Vec::new();
+        let mut held_by_stage: HashMap<&str, u32> = HashMap::new();
+        for l in self.state.jobs.values().filter(|l| l.row.state.holds_quota()) {
+            if let Some(s) = &l.row.stage_id {
+                *held_by_stage.entry(s.as_str()).or_default() += 1;
+            }
+            running.push(RunningJob {
+                id: l.key.clone(),
+                queue: l.queue.clone(),
+                priority: l.row.priority,
+                request: l.request.clone(),
+                flavors: l.flavors.clone(),
+                node: l.node.clone().unwrap_or_else(|| "".into()),
+                started_at_ms: l.row.admitted_at_us.unwrap_or(0) / 1000,
+            });
+        }
+        // Stage limits: offer the engine only as many of a stage's jobs as it may still run,
+        // the stage's first ones in queue order.
+        let mut pending: Vec<&Live> = self.state.jobs.values().filter(|l| l.row.state == JobState::Pending).collect();
+        pending.sort_by(|a, b| {
+            b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key))
+        });
+        let mut held_back: Vec<(Name, String)> = Vec::new();
+        let mut offered = Vec::with_capacity(pending.len());
+        for l in pending {
+            if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
+                let why = l.row.reason.clone().unwrap_or_default();
+                held_back.push((l.key.clone(), format!("retry {} of {} in {:.1} s ({why})", l.row.retries, l.row.spec.max_retries, (t - now) as f64 / 1e6)));
+                continue;
+            }
+            if let Some(stage) = &l.row.stage_id {
+                let cap = self.state.stages.get(stage).copied().unwrap_or(0);
+                let held = held_by_stage.entry(stage.as_str()).or_default();
+                if cap > 0 && *held >= cap {
+                    held_back.push((l.key.clone(), format!("its stage runs at most {cap} jobs at once, and {cap} are running")));
+                    continue;
+                }
+                *held += 1;
+            }
+            offered.push(PendingJob {
+                id: l.key.clone(),
+                queue: l.queue.clone(),
+                priority: l.row.priority,
+                request: l.request.clone(),
+                enqueued_at_ms: l.row.enqueued_at_us / 1000,
+            });
+        }
+        let snapshot = Snapshot { now_ms, config: &self.state.compiled, nodes: &self.state.nodes, running: &running, pending: &offered };
+        let plan = engine::schedule(&snapshot);
+        let version = self.state.config_version;
+
+        for p in &plan.preemptions {
+            let preemptor_priority = self.state.jobs.get(&p.preemptor).map_or(0, |l| l.row.priority);
+            let victims: Vec<serde_json::Value> = p
+                .victims
+                .iter()
+                .map(|v| serde_json::json!({"job_id": &**v, "priority": self.state.jobs.get(v).map_or(0, |l| l.row.priority)}))
+                .collect();
+            for v in &p.victims {
+                let Some(live) = self.state.jobs.get_mut(v) else { continue };
+                if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
+                    batch.stops.push((b.as_str().into(), live.run(), h));
+                }
+                let mut e = job_event(now, "preempted", live, format!("preempted by {} (priority {preemptor_priority} > {})", p.preemptor, live.row.priority));
+                e.config_version = Some(version);
+                e.detail = Some(serde_json::json!({
+                    "preemptor": &*p.preemptor,
+                    "preemptor_priority": preemptor_priority,
+                    "victims": victims,
+                    "queue": &*p.queue,
+                }));
+                batch.events.push(e);
+                live.row.state = JobState::Pending;
+                live.row.admitted_at_us = None;
+                live.row.started_at_us = None;
+                live.row.reason = Some(format!("preempted by {}", p.preemptor));
+                live.clear_placement();
+                batch.touch(v);
+            }
+        }
+        let mut starts = Vec::with_capacity(plan.admissions.len());
+        for a in &plan.admissions {
+            let Some(live) = self.state.jobs.get_mut(&a.job) else { continue };
+            live.row.state = JobState::Admitted;
+            live.row.admitted_at_us = Some(now);
+            live.row.retry_at_us = None;
+            live.row.runs += 1;
+            live.row.reason = None;
+            live.row.node = Some(a.node.to_string());
+            live.row.backend = Some(a.backend.to_string());
+            live.row.flavors = a
+                .flavors
+                .iter()
+                .map(|f| FlavorUse { flavor: f.flavor.to_string(), resources: f.resources.iter().map(|r| r.to_string()).collect() })
+                .collect();
+            live.flavors = a.flavors.clone();
+            live.node = Some(a.node.clone());
+            let flavors: Vec<&str> = a.flavors.iter().map(|f| &*f.flavor).collect();
+            let mut e = job_event(now, "admitted", live, format!("admitted to {} on {} ({})", a.queue, a.node, flavors.join(", ")));
+            e.config_version = Some(version);
+            batch.events.push(e);
+            batch.touch(&a.job);
+            starts.push(a.job.clone());
+        }
+        let mut waiting: HashMap<Name, (u64, Arc<str>)> = plan.pending.into_iter().map(|p| (p.job, (p.position as u64, p.reason))).collect();
+        for (key, why) in held_back {
+            waiting.insert(key, (0, why.into()));
+        }
+        self.state.waiting = waiting;
+        starts
+    }
+
+    async fn start(&mut self, key: &Name, batch: &mut Batch) {
+        let Some(live) = self.state.jobs.get(key) else { return };
+        if live.row.state != JobState::Admitted {
+            return;
+        }
+        let backend_name = live.row.backend.clone().unwrap_or_default();
+        let Some(backend) = self.backends.get(&backend_name).cloned() else {
+            let now = now_us();
+            self.end_run(key, Outcome::Failed(format!("backend `{backend_name}` is not configured")), now, batch);
+            return;
+        };
+        let spec = self.start_spec(live);
+        let result = backend.start(spec).await;
+        let now = now_us();
+        match result {
+            Ok(handle) => {
+                let live = self.state.jobs.get_mut(key).expect("checked above");
+                live.row.state = JobState::Running;
+                live.row.started_at_us = Some(now);
+                live.row.handle = Some(handle);
+                let msg = format!("started on {}", live.row.node.as_deref().unwrap_or("?"));
+                batch.events.push(job_event(now, "started", live, msg));
+                batch.touch(key);
+            }
+            Err(e) => self.end_run(key, Outcome::Failed(format!("could not start: {e}")), now, batch),
+        }
+    }
+
+    fn start_spec(&self, live: &Live) -> StartSpec {
+        let compiled = &self.state.compiled;
+        let mut selector_labels = BTreeMap::new();
+        for f in &live.flavors {
+            if let Some(def) = compiled.flavors.iter().find(|d| d.name == f.flavor) {
+                for m in &def.selector {
+                    if let Some(v) = ray_selector_value(m) {
+                        selector_labels.insert(m.key.clone(), v);
+                    }
+                }
+            }
+        }
+        let mut metadata = BTreeMap::new();
+        metadata.insert("berth_job_id".into(), live.row.id.clone());
+        metadata.insert("queue".into(), live.queue.to_string());
+        metadata.insert("flavor".into(), live.flavors.iter().map(|f| &*f.flavor).collect::<Vec<_>>().join(","));
+        metadata.insert("submitter".into(), live.row.submitter.clone());
+        StartSpec {
+            run: live.run(),
+            entrypoint: live.row.spec.entrypoint.clone(),
+            working_dir: live.row.spec.runtime_env.working_dir.clone(),
+            env_vars: live.row.spec.runtime_env.env_vars.clone(),
+            runtime_env: live.row.spec.runtime_env.other.clone(),
+            resources: live.request.clone(),
+            node: live.node.clone().unwrap_or_else(|| "".into()),
+            flavors: live.flavors.clone(),
+            selector_labels,
+            metadata,
+        }
+    }
+
+    /// Writes the batch's touched jobs and events; drops terminal jobs from memory; answers
+    /// the commands that waited for the commit. A failed write is retried with backoff (the
+    /// live state is the truth, so the same rows are written again).
+    async fn commit(&mut self, now: i64, batch: &mut Batch) {
+        if batch.touched.is_empty() && batch.events.is_empty() && batch.replies.is_empty() {
+            return;
+        }
+        let mut result = Ok(());
+        for attempt in 0..5u32 {
+            let rows: Vec<&JobRow> = batch.touched.iter().filter_map(|k| self.state.jobs.get(k)).map(|l| &l.row).collect();
+            result = self.store.update(now, &rows, &batch.events).await;
+            match &result {
+                Ok(()) => break,
+                Err(e) => {
+                    tracing::error!(error = %e, attempt, "cannot persist the admission cycle; retrying");
+                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                }
+            }
+        }
+        for key in batch.touched.drain(..) {
+            if self.state.jobs.get(&key).is_some_and(|l| l.row.state.is_terminal()) {
+                self.state.jobs.remove(&key);
+                self.state.waiting.remove(&key);
+            }
+        }
+        batch.seen.clear();
+        batch.events.clear();
+        for (reply, r) in batch.replies.drain(..) {
+            let r = match &result {
+                Ok(()) => r,
+                Err(e) => Err(RuntimeError::Store(e.to_string())),
+            };
+            let _ = reply.send(r);
+        }
+    }
+
+    /// Writes resource-history samples when usage changed (at most once a second) and
+    /// every sample interval while anything is in use; prunes old ones hourly.
+    async fn sample(&mut self, now: i64) {
+        let usage = usage(&self.state);
+        let since = self.last_sample.as_ref().map(|(t, _)| t.elapsed());
+        let changed = self.last_sample.as_ref().is_none_or(|(_, last)| *last != usage);
+        let busy = usage.values().any(|u| *u > 0);
+        let due = match since {
+            None => true,
+            Some(s) => (changed && s >= Duration::from_secs(1)) || (busy && s >= self.settings.sample_interval),
+        };
+        if !due {
+            return;
+        }
+        let cells = self.state.compiled.quota_cells();
+        let samples: Vec<NewSample> = cells
+            .iter()
+            .map(|c| NewSample {
+                queue: c.queue.to_string(),
+                flavor: c.flavor.to_string(),
+                resource: c.resource.to_string(),
+                used_milli: usage.get(&(c.queue.clone(), c.flavor.clone(), c.resource.clone())).copied().unwrap_or(0),
+                nominal_milli: c.nominal.map(|m| m.0),
+            })
+            .collect();
+        if let Err(e) = self.store.insert_samples(now, &samples).await {
+            tracing::warn!(error = %e, "cannot write resource history");
+            return;
+        }
+        self.last_sample = Some((Instant::now(), usage));
+        if self.last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
+            self.last_prune = Some(Instant::now());
+            let before = now - self.settings.history_retention.as_micros() as i64;
+            if let Err(e) = self.store.prune_samples(before).await {
+                tracing::warn!(error = %e, "cannot prune resource history");
+            }
+        }
+    }
+}
+
+/// Used amount per (queue, flavor, resource), in milli-units, over holding jobs.
+pub fn usage(state: &State) -> BTreeMap<(Name, Name, Name), i64> {
+    let mut out = BTreeMap::new();
+    for l in state.jobs.values().filter(|l| l.row.state.holds_quota()) {
+        for f in &l.flavors {
+            for r in &f.resources {
+                let amount = l.request.get(r);
+                let cell = out.entry((l.queue.clone(), f.flavor.clone(), r.clone())).or_insert(0i64);
+                *cell = cell.saturating_add(amount.0);
+            }
+        }
+    }
+    out
+}
+
+/// Free capacity of a node after what holding jobs placed on it take.
+pub fn free_on(state: &State, node: &Node) -> Resources {
+    let mut free: BTreeMap<Name, Milli> = node.capacity.iter().map(|(n, a)| (n.clone(), a)).collect();
+    for l in state.jobs.values().filter(|l| l.row.state.holds_quota() && l.node.as_deref() == Some(&*node.id)) {
+        for (n, a) in l.request.iter() {
+            let e = free.entry(n.clone()).or_insert(Milli::ZERO);
+            *e = e.minus(a);
+        }
+    }
+    Resources::new(free)
+}
+
+/// The priority a job may be changed to, under the rule that routed it.
+pub fn bounded_priority(compiled: &Compiled, rule_index: Option<i64>, priority: i64) -> Result<i64, RuntimeError> {
+    let Some(rule) = rule_index.and_then(|i| usize::try_from(i).ok()).and_then(|i| compiled.rules.get(i)) else {
+        return Ok(priority);
+    };
+    let (min, max) = (rule.min.unwrap_or(i64::MIN), rule.max.unwrap_or(i64::MAX));
+    if (min..=max).contains(&priority) {
+        return Ok(priority);
+    }
+    match rule.on_violation {
+        app::config::OnViolation::ForceUpdate => Ok(priority.clamp(min, max)),
+        app::config::OnViolation::Reject => Err(RuntimeError::Invalid(format!(
+            "priority: {priority} is outside [{}, {}] of the rule that routed this job",
+            rule.min.map_or("-∞".into(), |m| m.to_string()),
+            rule.max.map_or("∞".into(), |m| m.to_string())
+        ))),
+    }
+}
+
+/// A flavor selector term as Ray's label selector writes it, when it has one.
+fn ray_selector_value(m: &MatchExpression) -> Option<String> {
+    let values = m.values.as_deref().unwrap_or_default();
+    match m.operator {
+        Operator::In if values.len() == 1 => Some(values[0].clone()),
+        Operator::In => Some(format!("in({})", values.join(","))),
+        Operator::NotIn if values.len() == 1 => Some(format!("!{}", values[0])),
+        Operator::NotIn => Some(format!("!in({})", values.join(","))),
+        Operator::Exists | Operator::DoesNotExist => None,
+    }
+}
+
+fn job_event(now: i64, kind: &'static str, live: &Live, message: String) -> NewEvent {
+    NewEvent {
+        at_us: now,
+        kind,
+        job_id: Some(live.row.id.clone()),
+        queue: live.row.queue.clone(),
+        flavor: (!live.flavors.is_empty()).then(|| live.flavors.iter().map(|f| &*f.flavor).collect::<Vec<_>>().join(",")),
+        node: live.row.node.clone(),
+        config_version: live.row.config_version,
+        rule_index: live.row.rule_index,
+        message,
+        detail: None,
+    }
+}
