@@ -8,13 +8,14 @@ use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use app::config::diff::ConfigDiff;
 use app::config::validate::validate_text;
 use app::config::yaml::to_canonical_yaml;
 use app::config::Report;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::cli_jobs::{run_events, run_jobs, run_nodes, run_queues, run_stages, EventsArgs, JobsCommand, StagesCommand};
 use crate::client::{Client, ClientError};
 
 /// Berth: a resource scheduler for ML and batch teams.
@@ -39,6 +40,45 @@ pub enum Command {
     /// Read, apply, diff and roll back the scheduler config.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Submit, list, inspect, follow, cancel and re-prioritise jobs.
+    #[command(subcommand)]
+    Jobs(JobsCommand),
+    /// Queues: usage vs quota, pending and running counts; with a name, its jobs in order.
+    Queues {
+        name: Option<String>,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Nodes of every backend with capacity, free resources and the flavors selecting them.
+    Nodes {
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// The event log: admissions, preemptions, rejections, timeouts, config applies…
+    Events(EventsArgs),
+    /// Batches of jobs with a concurrency limit (seed 002's stages).
+    #[command(subcommand)]
+    Stages(StagesCommand),
+}
+
+impl Cli {
+    /// A client of the server named on the command line.
+    pub fn client(&self) -> Client {
+        Client::new(&self.server, self.user.clone())
+    }
+
+    /// Runs any command but `serve`; returns the process exit code.
+    pub async fn run_client_command(&self) -> Result<i32> {
+        match &self.command {
+            Command::Serve(_) => bail!("`serve` is not a client command"),
+            Command::Config(c) => run_config(self, c).await,
+            Command::Jobs(c) => run_jobs(self, c).await,
+            Command::Queues { name, output } => run_queues(self, name.as_deref(), *output).await,
+            Command::Nodes { output } => run_nodes(self, *output).await,
+            Command::Events(args) => run_events(self, args).await,
+            Command::Stages(c) => run_stages(self, c).await,
+        }
+    }
 }
 
 /// Options of `berth serve`.
@@ -54,6 +94,43 @@ pub struct ServeArgs {
     /// `site/` next to the binary's build directory, else ./target/site.
     #[arg(long, env = "BERTH_SITE_ROOT")]
     pub site_root: Option<PathBuf>,
+    /// Where runs keep their logs and default working directories.
+    #[arg(long, env = "BERTH_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+    /// Do not run jobs on this host (only on other backends).
+    #[arg(long)]
+    pub no_local: bool,
+    /// CPUs the local backend offers (default: the host's cores).
+    #[arg(long, env = "BERTH_LOCAL_CPUS")]
+    pub local_cpus: Option<f64>,
+    /// Memory in GB the local backend offers (default: the host's memory).
+    #[arg(long, env = "BERTH_LOCAL_MEMORY_GB")]
+    pub local_memory_gb: Option<f64>,
+    /// GPUs the local backend offers (default: 0).
+    #[arg(long, env = "BERTH_LOCAL_GPUS")]
+    pub local_gpus: Option<f64>,
+    /// Another resource of the local host, `NAME=AMOUNT` (repeatable).
+    #[arg(long = "local-resource", value_name = "NAME=AMOUNT")]
+    pub local_resources: Vec<String>,
+    /// A label of the local host for flavor selectors, `KEY=VALUE` (repeatable; default
+    /// `backend=local`, which is always set).
+    #[arg(long = "local-label", value_name = "KEY=VALUE")]
+    pub local_labels: Vec<String>,
+    /// Seconds between SIGTERM and SIGKILL when a local run is stopped.
+    #[arg(long, default_value_t = 5.0)]
+    pub kill_grace_s: f64,
+    /// Period of the admission loop's tick (timeouts, retry backoff), in milliseconds.
+    #[arg(long, default_value_t = 500)]
+    pub tick_ms: u64,
+    /// First retry delay in milliseconds (doubled per retry, at most 5 minutes).
+    #[arg(long, default_value_t = 1000)]
+    pub retry_backoff_ms: u64,
+    /// Resource-history sample period in seconds while anything is in use.
+    #[arg(long, default_value_t = 10)]
+    pub sample_interval_s: u64,
+    /// Days of resource history kept.
+    #[arg(long, default_value_t = 14)]
+    pub history_days: u64,
 }
 
 /// Output format of read commands.
@@ -123,7 +200,7 @@ pub enum ConfigCommand {
 
 /// Runs a `config` command; returns the process exit code.
 pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
-    let client = Client::new(&cli.server, cli.user.clone());
+    let client = cli.client();
     let outcome = match command {
         ConfigCommand::Validate { file, output } => return validate_file(file, *output),
         ConfigCommand::Apply { file, message, expected_version, output } => {
@@ -170,7 +247,7 @@ pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
     })
 }
 
-fn read_file(path: &PathBuf) -> Result<String> {
+pub(crate) fn read_file(path: &PathBuf) -> Result<String> {
     if path.as_os_str() == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text).context("cannot read standard input")?;
@@ -199,7 +276,7 @@ fn print_report(report: &Report) {
     }
 }
 
-fn print_json<T: serde::Serialize>(value: &T) {
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) {
     println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
 }
 
@@ -232,7 +309,7 @@ fn print_diff(d: &ConfigDiff) {
     print!("{}", d.unified);
 }
 
-fn report_error(e: &ClientError) {
+pub(crate) fn report_error(e: &ClientError) {
     eprintln!("error: {e}");
     if let ClientError::Api(body, _) = e {
         if let Ok(report) = serde_json::from_value::<Report>(body.error.details.clone()) {

@@ -103,4 +103,42 @@ impl Client {
             .json(&json!({ "version": version, "message": message }));
         self.send(req).await
     }
+
+    /// GET `path` with `query`, decoded.
+    pub async fn get_json<T: DeserializeOwned>(&self, path: &str, query: &[(&str, String)]) -> Result<T, ClientError> {
+        self.send(self.request(Method::GET, path).query(query)).await
+    }
+
+    /// POST `body` as JSON to `path`, decoded.
+    pub async fn post_json<T: DeserializeOwned>(&self, path: &str, body: &impl serde::Serialize) -> Result<T, ClientError> {
+        self.send(self.request(Method::POST, path).json(body)).await
+    }
+
+    /// A job's log; with `follow`, `on_chunk` gets each piece as it arrives until the job ends.
+    pub async fn logs(&self, id: &str, query: &[(&str, String)], mut on_chunk: impl FnMut(&[u8])) -> Result<(), ClientError> {
+        let req = self.request(Method::GET, &format!("/api/v1/jobs/{}/logs", encode(id))).query(query);
+        let mut resp = req.send().await.map_err(|source| ClientError::Unreachable { url: self.base.clone(), source })?;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp.text().await.unwrap_or_default();
+            return Err(match serde_json::from_str::<ErrorBody>(&body) {
+                Ok(err) => ClientError::Api(err, status),
+                Err(_) => ClientError::Unexpected { status, body },
+            });
+        }
+        while let Some(chunk) = resp.chunk().await.map_err(|source| ClientError::Unreachable { url: self.base.clone(), source })? {
+            on_chunk(&chunk);
+        }
+        Ok(())
+    }
+}
+
+/// `s` safe inside a URL path segment.
+pub fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

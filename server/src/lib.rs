@@ -6,6 +6,7 @@
 //! `engine` is pure: a snapshot in, a plan out.
 
 pub mod cli;
+pub mod cli_jobs;
 pub mod client;
 pub mod db;
 pub mod engine;

@@ -1,7 +1,7 @@
 //! The `berth` binary: parses the command line and hands over to the library.
 
 use clap::Parser;
-use server::cli::{run_config, Cli, Command};
+use server::cli::{Cli, Command};
 
 #[tokio::main]
 async fn main() {
@@ -19,7 +19,7 @@ async fn main() {
                 }
             }
         }
-        Command::Config(command) => match run_config(&cli, command).await {
+        _ => match cli.run_client_command().await {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e:#}");

@@ -2,19 +2,21 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use leptos::config::{Env, LeptosOptions};
 
 use crate::cli::ServeArgs;
 use crate::db::{redact_url, Db};
-use crate::state::AppState;
+use crate::engine::{Milli, Resources};
+use crate::state::{AppState, RuntimeOptions};
 
 /// Runs the server until it is asked to stop.
 pub async fn serve(args: &ServeArgs) -> Result<()> {
     let db = Db::connect(&args.database_url)
         .await
         .with_context(|| format!("database {}", redact_url(&args.database_url)))?;
-    let state = AppState::new(db).await.context("cannot prepare the config store")?;
+    let options = runtime_options(args)?;
+    let state = AppState::start(db, options).await?;
     let site_root = args.site_root.clone().unwrap_or_else(default_site_root);
     if !site_root.join("pkg").is_dir() {
         tracing::warn!(site_root = %site_root.display(), "no dashboard assets found; build them with `make build`");
@@ -31,6 +33,65 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
     tracing::info!(addr = %args.addr, database = %redact_url(&args.database_url), "berth is serving on http://{}", args.addr);
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
     Ok(())
+}
+
+/// The runtime's settings and the local backend, from the command line.
+pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
+    let mut options = RuntimeOptions::local(args.data_dir.clone());
+    let ms = std::time::Duration::from_millis;
+    options.settings.tick = ms(args.tick_ms.max(10));
+    options.settings.retry_backoff = ms(args.retry_backoff_ms);
+    options.settings.sample_interval = std::time::Duration::from_secs(args.sample_interval_s.max(1));
+    options.settings.history_retention = std::time::Duration::from_secs(args.history_days.max(1) * 24 * 3600);
+    if args.no_local {
+        options.local = None;
+        return Ok(options);
+    }
+    let Some(local) = options.local.as_mut() else { return Ok(options) };
+    if !(args.kill_grace_s.is_finite() && (0.0..=3600.0).contains(&args.kill_grace_s)) {
+        bail!("--kill-grace-s: must be between 0 and 3600 seconds, got {}", args.kill_grace_s);
+    }
+    local.kill_grace = std::time::Duration::from_secs_f64(args.kill_grace_s);
+    let mut resources: Vec<(String, f64)> = local.capacity.iter().map(|(n, m)| (n.to_string(), m.as_f64())).collect();
+    let mut set = |name: &str, amount: f64, flag: &str| -> Result<()> {
+        if !(amount.is_finite() && amount >= 0.0) {
+            bail!("{flag}: must be a number >= 0, got {amount}");
+        }
+        resources.retain(|(n, _)| n != name);
+        resources.push((name.to_string(), amount));
+        Ok(())
+    };
+    if let Some(c) = args.local_cpus {
+        set("cpu", c, "--local-cpus")?;
+    }
+    if let Some(m) = args.local_memory_gb {
+        set("memory_gb", m, "--local-memory-gb")?;
+    }
+    if let Some(g) = args.local_gpus {
+        set("gpu", g, "--local-gpus")?;
+    }
+    for raw in &args.local_resources {
+        let (name, amount) = raw.split_once('=').with_context(|| format!("--local-resource: `{raw}` is not NAME=AMOUNT"))?;
+        let amount: f64 = amount.trim().parse().map_err(|_| anyhow!("--local-resource: `{raw}`: `{amount}` is not a number"))?;
+        if name.trim().is_empty() || name.trim().chars().any(char::is_whitespace) {
+            bail!("--local-resource: `{name}` is not a valid resource name");
+        }
+        set(name.trim(), amount, "--local-resource")?;
+    }
+    let mut pairs = Vec::with_capacity(resources.len());
+    for (name, amount) in resources {
+        let milli = Milli::from_f64(amount).ok_or_else(|| anyhow!("local resource {name}: {amount} is out of range"))?;
+        pairs.push((name, milli));
+    }
+    local.capacity = Resources::new(pairs);
+    for raw in &args.local_labels {
+        let (k, v) = raw.split_once('=').with_context(|| format!("--local-label: `{raw}` is not KEY=VALUE"))?;
+        if k.trim().is_empty() {
+            bail!("--local-label: `{raw}` has an empty key");
+        }
+        local.labels.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(options)
 }
 
 /// `site/` beside the build profile directory the binary runs from (…/target/site), else

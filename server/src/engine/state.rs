@@ -351,7 +351,8 @@ impl<'a> State<'a> {
     /// Moves a running job's charges out of (victim) or back into (not) quota usage and its
     /// node's free capacity; release and restore are the same walk in opposite directions.
     fn set_victim(&mut self, run: usize, victim: bool) {
-        let (to_usage, to_free): (fn(Milli, Milli) -> Milli, fn(Milli, Milli) -> Milli) =
+        type Op = fn(Milli, Milli) -> Milli;
+        let (to_usage, to_free): (Op, Op) =
             if victim { (Milli::minus, Milli::plus) } else { (Milli::plus, Milli::minus) };
         let r = self.r;
         for i in self.runs[run].charges.clone() {

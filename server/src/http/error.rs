@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::runtime::RuntimeError;
 use crate::service::ServiceError;
 use crate::store::StoreError;
 
@@ -54,6 +55,29 @@ impl From<ServiceError> for ApiError {
             },
             ServiceError::Store(e) => {
                 tracing::error!(error = %e, "store failure");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+            }
+        }
+    }
+}
+
+impl From<RuntimeError> for ApiError {
+    fn from(err: RuntimeError) -> Self {
+        let message = err.to_string();
+        match err {
+            RuntimeError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m),
+            RuntimeError::Rejected(job) => ApiError {
+                status: StatusCode::UNPROCESSABLE_ENTITY,
+                code: "rejected",
+                message,
+                details: json!({ "job": job }),
+            },
+            RuntimeError::NotFound(_) | RuntimeError::StageNotFound(_) => ApiError::not_found(message),
+            RuntimeError::NotLive(_) => ApiError::new(StatusCode::CONFLICT, "job_ended", message),
+            RuntimeError::Stopped => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message),
+            RuntimeError::Backend(m) => ApiError::new(StatusCode::BAD_GATEWAY, "backend", m),
+            RuntimeError::Store(e) => {
+                tracing::error!(error = %e, "job store failure");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
             }
         }

@@ -6,6 +6,7 @@ pub mod body;
 pub mod config;
 pub mod error;
 pub mod identity;
+pub mod jobs;
 
 use std::time::Duration;
 
@@ -25,9 +26,11 @@ use error::ApiError;
 pub fn api_router(state: AppState) -> Router {
     let v1 = Router::new()
         .nest("/scheduler/config", config::routes())
+        .merge(jobs::routes())
         .fallback(|| async { ApiError::not_found("no such API endpoint") });
     Router::new()
         .nest("/api/v1", v1)
+        .merge(jobs::mlumina_routes())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .layer(DefaultBodyLimit::max(body::MAX_BODY))

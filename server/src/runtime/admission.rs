@@ -80,8 +80,8 @@ pub enum Cmd {
     Enqueue(Vec<JobRow>),
     /// A new stage's concurrency limit.
     Stage { id: String, max_concurrent: u32 },
-    Cancel { id: String, by: String, reply: oneshot::Sender<Result<JobRow, RuntimeError>> },
-    Priority { id: String, priority: i64, by: String, reply: oneshot::Sender<Result<JobRow, RuntimeError>> },
+    Cancel { id: String, by: String, reply: Reply },
+    Priority { id: String, priority: i64, by: String, reply: Reply },
     /// Runs a read-only closure over the live state (queue views, positions).
     Inspect(Box<dyn FnOnce(&State) + Send>),
 }
@@ -109,9 +109,15 @@ pub struct Loop {
     pub(super) exits: mpsc::UnboundedReceiver<Exit>,
     pub(super) config_rx: watch::Receiver<i64>,
     dirty: bool,
-    last_sample: Option<(Instant, BTreeMap<(Name, Name, Name), i64>)>,
+    last_sample: Option<(Instant, UsageCells)>,
     last_prune: Option<Instant>,
 }
+
+/// Usage in milli-units per (queue, flavor, resource).
+type UsageCells = BTreeMap<(Name, Name, Name), i64>;
+
+/// Where the answer to a cancel or priority change goes.
+type Reply = oneshot::Sender<Result<JobRow, RuntimeError>>;
 
 /// What one cycle changed, written together.
 #[derive(Default)]
@@ -120,7 +126,7 @@ struct Batch {
     seen: HashSet<Name>,
     events: Vec<NewEvent>,
     stops: Vec<(Name, RunId, String)>,
-    replies: Vec<(oneshot::Sender<Result<JobRow, RuntimeError>>, Result<JobRow, RuntimeError>)>,
+    replies: Vec<(Reply, Result<JobRow, RuntimeError>)>,
 }
 
 impl Batch {

@@ -241,6 +241,11 @@ impl Runtime {
 
     /// A job row ready to store: pending with its queue and priority, or rejected with why.
     fn prepare(&self, mut req: JobRequest, submitter: &str, stage: Option<&str>) -> Result<JobRow, RuntimeError> {
+        // A request naming no resource at all gets one CPU (like Slurm's default), so
+        // `berth jobs submit -- cmd` just works; an explicit zero is still refused.
+        if req.resources.iter().next().is_none() {
+            req.resources.cpu = Some(1.0);
+        }
         let request = request::check(&req).map_err(RuntimeError::Invalid)?;
         let (compiled, version, nodes) = self.shared();
         let now = now_us();

@@ -422,7 +422,8 @@ impl JobStore {
         let rows = query.fetch_all(&self.db.pool).await?;
         let step = q.step_us.max(1);
         // (series, bucket) → last sample; BTreeMap keeps output ordered by series then time.
-        let mut buckets: BTreeMap<(String, String, String, i64), (i64, i64, Option<i64>)> = BTreeMap::new();
+        type Series = (String, String, String, i64);
+        let mut buckets: BTreeMap<Series, (i64, i64, Option<i64>)> = BTreeMap::new();
         for row in &rows {
             let at: i64 = row.try_get(0)?;
             let key = (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, (at - q.since_us) / step);

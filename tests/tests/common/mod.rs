@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 use server::db::Db;
-use server::state::AppState;
+use server::state::{AppState, RuntimeOptions};
 
 /// Which database a test runs against.
 #[derive(Debug, Clone, Copy)]
@@ -57,7 +57,8 @@ impl TestApp {
     pub async fn spawn(backend: Backend) -> TestApp {
         let db_url = fresh_database(backend).await;
         let db = Db::connect(&db_url).await.expect("database opens and migrates");
-        let state = AppState::new(db).await.expect("state");
+        let data_dir = std::env::temp_dir().join(unique("berth_data"));
+        let state = AppState::start(db, RuntimeOptions::local(data_dir)).await.expect("state");
         let leptos = leptos::config::LeptosOptions::builder().output_name("berth").build();
         let app = server::http::router(state, leptos);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -1,0 +1,503 @@
+//! `berth jobs …`, `berth queues`, `berth nodes`, `berth events`, `berth stages …`: the
+//! runtime's commands, over HTTP like the config ones.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use app::jobs::{EventPage, Job, JobPage, JobRequest, NodeView, QueueView, ResourceRequest, StageCreated, StageRequest, StageResults, StageStatus};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::cli::{print_json, read_file, report_error, Cli, Output};
+use crate::client::{encode, ClientError};
+
+/// `berth jobs …`.
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Submit a job: `berth jobs submit --cpu 2 -- python train.py --lr 0.1`. Prints its id.
+    Submit(SubmitArgs),
+    /// List jobs, newest first.
+    List {
+        #[arg(long)]
+        queue: Option<String>,
+        /// One or more states, comma-separated (pending,running,…).
+        #[arg(long)]
+        state: Option<String>,
+        /// `KEY=VALUE`.
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(long)]
+        submitter: Option<String>,
+        #[arg(long)]
+        stage: Option<String>,
+        /// Substring of the id or name.
+        #[arg(long)]
+        search: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        max_items: i64,
+        #[arg(long)]
+        cursor: Option<String>,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Show one job: state, placement, reason, history.
+    Get {
+        id: String,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Print a job's log (stdout, or stderr with `--stderr`).
+    Logs {
+        id: String,
+        #[arg(long)]
+        stderr: bool,
+        /// Only the last N lines.
+        #[arg(long)]
+        tail: Option<u64>,
+        /// Keep printing as the log grows, until the job ends.
+        #[arg(short, long)]
+        follow: bool,
+    },
+    /// Cancel a pending or running job.
+    Cancel { id: String },
+    /// Change a job's priority (within its rule's bounds).
+    Priority { id: String, priority: i64 },
+}
+
+/// Options of `berth jobs submit`.
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[arg(long)]
+    name: Option<String>,
+    #[arg(long)]
+    cpu: Option<f64>,
+    #[arg(long)]
+    gpu: Option<f64>,
+    #[arg(long)]
+    memory_gb: Option<f64>,
+    /// Another resource, `NAME=AMOUNT` (repeatable).
+    #[arg(long = "resource", value_name = "NAME=AMOUNT")]
+    resources: Vec<String>,
+    /// `KEY=VALUE` (repeatable); rules route by labels.
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    labels: Vec<String>,
+    #[arg(long)]
+    priority: Option<i64>,
+    /// Seconds of running before the job is stopped (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    timeout: u64,
+    /// Retries of a failed run.
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
+    /// Working directory (absolute; default: a fresh directory per run).
+    #[arg(long)]
+    workdir: Option<PathBuf>,
+    /// Environment variable `KEY=VALUE` (repeatable).
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    env: Vec<String>,
+    /// Files to collect from the working directory when the job ends (repeatable).
+    #[arg(long = "output-file", value_name = "PATH")]
+    outputs: Vec<String>,
+    #[arg(short, long, value_enum, default_value = "text")]
+    output: Output,
+    /// The command and its arguments (one argument is taken as a shell command line).
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// `berth stages …`.
+#[derive(Debug, Subcommand)]
+pub enum StagesCommand {
+    /// Submit a stage from a file (YAML or JSON: name, jobs, parallelism).
+    Submit {
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// A stage's progress: counts by state and each job's state.
+    Get {
+        id: String,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// A stage's results: each job's status, exit code, log tails and outputs.
+    Results {
+        id: String,
+        #[arg(short, long, value_enum, default_value = "json")]
+        output: Output,
+    },
+}
+
+/// Options of `berth events`.
+#[derive(Debug, Args)]
+pub struct EventsArgs {
+    /// Kinds, comma-separated (admitted,preempted,rejected,…).
+    #[arg(long)]
+    kind: Option<String>,
+    #[arg(long)]
+    queue: Option<String>,
+    #[arg(long)]
+    job: Option<String>,
+    /// RFC 3339 time or a duration ago (15m, 2h, 7d).
+    #[arg(long)]
+    since: Option<String>,
+    #[arg(long, default_value_t = 100)]
+    max_items: i64,
+    #[arg(long)]
+    cursor: Option<String>,
+    #[arg(short, long, value_enum, default_value = "text")]
+    output: Output,
+}
+
+/// Runs a `jobs` command.
+pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
+    let client = cli.client();
+    let outcome = match command {
+        JobsCommand::Submit(args) => {
+            let req = submit_request(args)?;
+            client.post_json::<Job>("/api/v1/jobs", &req).await.map(|job| match args.output {
+                Output::Json => print_json(&job),
+                Output::Yaml => print!("{}", serde_yaml::to_string(&job).unwrap_or_default()),
+                Output::Text => println!("{}", job.id),
+            })
+        }
+        JobsCommand::List { queue, state, label, submitter, stage, search, max_items, cursor, output } => {
+            let mut q: Vec<(&str, String)> = vec![("max_items", max_items.to_string())];
+            for (k, v) in [("queue", queue), ("state", state), ("label", label), ("submitter", submitter), ("stage", stage), ("q", search), ("cursor", cursor)] {
+                if let Some(v) = v {
+                    q.push((k, v.clone()));
+                }
+            }
+            client.get_json::<JobPage>("/api/v1/jobs", &q).await.map(|page| match output {
+                Output::Json => print_json(&page),
+                Output::Yaml => print!("{}", serde_yaml::to_string(&page).unwrap_or_default()),
+                Output::Text => print_jobs(&page),
+            })
+        }
+        JobsCommand::Get { id, output } => client.get_json::<Job>(&format!("/api/v1/jobs/{}", encode(id)), &[]).await.map(|job| match output {
+            Output::Json => print_json(&job),
+            Output::Yaml => print!("{}", serde_yaml::to_string(&job).unwrap_or_default()),
+            Output::Text => print_job(&job),
+        }),
+        JobsCommand::Logs { id, stderr, tail, follow } => {
+            let mut q: Vec<(&str, String)> = vec![("stream", if *stderr { "stderr" } else { "stdout" }.into())];
+            if let Some(t) = tail {
+                q.push(("tail", t.to_string()));
+            }
+            if *follow {
+                q.push(("follow", "true".into()));
+            }
+            let mut out = std::io::stdout();
+            client
+                .logs(id, &q, |chunk| {
+                    let _ = out.write_all(chunk);
+                    let _ = out.flush();
+                })
+                .await
+        }
+        JobsCommand::Cancel { id } => client
+            .post_json::<Job>(&format!("/api/v1/jobs/{}/cancel", encode(id)), &json!({}))
+            .await
+            .map(|job| println!("{}: {}", job.id, job.state.as_str())),
+        JobsCommand::Priority { id, priority } => client
+            .post_json::<Job>(&format!("/api/v1/jobs/{}/priority", encode(id)), &json!({ "priority": priority }))
+            .await
+            .map(|job| println!("{}: priority {}", job.id, job.priority)),
+    };
+    Ok(finish(outcome))
+}
+
+fn finish(outcome: Result<(), ClientError>) -> i32 {
+    match outcome {
+        Ok(()) => 0,
+        Err(e) => {
+            report_error(&e);
+            if let ClientError::Api(body, _) = &e {
+                if let Some(job) = body.error.details.get("job").and_then(|j| j.get("id")) {
+                    eprintln!("  recorded as job {}", job.as_str().unwrap_or(""));
+                }
+            }
+            1
+        }
+    }
+}
+
+fn submit_request(args: &SubmitArgs) -> Result<JobRequest> {
+    let entrypoint = match args.command.as_slice() {
+        [one] => one.clone(),
+        many => many.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "),
+    };
+    let mut custom = BTreeMap::new();
+    for raw in &args.resources {
+        let (name, amount) = raw.split_once('=').with_context(|| format!("--resource: `{raw}` is not NAME=AMOUNT"))?;
+        let amount: f64 = amount.trim().parse().with_context(|| format!("--resource: `{raw}`: `{amount}` is not a number"))?;
+        custom.insert(name.trim().to_string(), amount);
+    }
+    let workdir = match &args.workdir {
+        Some(dir) => Some(std::path::absolute(dir).with_context(|| format!("--workdir: {}", dir.display()))?.display().to_string()),
+        None => None,
+    };
+    Ok(JobRequest {
+        name: args.name.clone(),
+        entrypoint,
+        runtime_env: app::jobs::RuntimeEnv { working_dir: workdir, env_vars: pairs("--env", &args.env)?, other: Default::default() },
+        labels: pairs("--label", &args.labels)?,
+        priority: args.priority,
+        resources: ResourceRequest { cpu: args.cpu, gpu: args.gpu, memory_gb: args.memory_gb, custom },
+        timeout_s: args.timeout,
+        max_retries: args.retries,
+        outputs: args.outputs.clone(),
+    })
+}
+
+fn pairs(flag: &str, raw: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for r in raw {
+        let Some((k, v)) = r.split_once('=') else { bail!("{flag}: `{r}` is not KEY=VALUE") };
+        if k.is_empty() {
+            bail!("{flag}: `{r}` has an empty key");
+        }
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+/// `arg` as one word for `/bin/sh`.
+fn shell_quote(arg: &str) -> String {
+    if !arg.is_empty() && arg.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
+    let s = (chrono::Utc::now() - t).num_seconds().max(0);
+    match s {
+        0..=119 => format!("{s}s"),
+        120..=7199 => format!("{}m", s / 60),
+        7200..=172_799 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86400),
+    }
+}
+
+fn print_jobs(page: &JobPage) {
+    println!("{:<16}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  REASON", "ID", "NAME", "STATE", "QUEUE", "PRIO", "AGE");
+    for j in &page.jobs {
+        let reason = j.reason.as_deref().unwrap_or("");
+        let pos = j.position.map(|p| format!("#{p} ")).unwrap_or_default();
+        println!(
+            "{:<16}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  {pos}{reason}",
+            j.id,
+            truncate(&j.name, 20),
+            j.state.as_str(),
+            truncate(j.queue.as_deref().unwrap_or("-"), 14),
+            j.priority,
+            ago(j.submitted_at)
+        );
+    }
+    if let Some(c) = &page.next_cursor {
+        println!("more: --cursor {c}");
+    }
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n - 1).collect::<String>())
+    }
+}
+
+fn print_job(j: &Job) {
+    let line = |k: &str, v: String| println!("{k:<13} {v}");
+    line("id", j.id.clone());
+    line("name", j.name.clone());
+    line("state", j.state.as_str().to_string());
+    if let Some(p) = j.position {
+        line("position", format!("#{p} in {}", j.queue.as_deref().unwrap_or("?")));
+    }
+    if let Some(r) = &j.reason {
+        line("reason", r.clone());
+    }
+    line("entrypoint", j.entrypoint.clone());
+    line("submitter", j.submitter.clone());
+    line("queue", format!("{} (rule {}, config version {})", j.queue.as_deref().unwrap_or("-"), j.rule_index.map_or("-".into(), |r| r.to_string()), j.config_version.map_or("-".into(), |v| v.to_string())));
+    line("priority", j.priority.to_string());
+    let res: Vec<String> = j.resources.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    line("resources", if res.is_empty() { "-".into() } else { res.join(" ") });
+    if !j.labels.is_empty() {
+        line("labels", j.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "));
+    }
+    if !j.flavors.is_empty() {
+        line("flavors", j.flavors.iter().map(|f| format!("{} ({})", f.flavor, f.resources.join(","))).collect::<Vec<_>>().join(" "));
+    }
+    if let Some(n) = &j.node {
+        line("node", format!("{n} ({})", j.backend.as_deref().unwrap_or("?")));
+    }
+    line("runs", format!("{} (retries {}/{})", j.runs, j.retries, j.max_retries));
+    if let Some(c) = j.exit_code {
+        line("exit code", c.to_string());
+    }
+    line("submitted", j.submitted_at.to_rfc3339());
+    if let Some(t) = j.started_at {
+        line("started", t.to_rfc3339());
+    }
+    if let Some(t) = j.finished_at {
+        line("finished", t.to_rfc3339());
+    }
+    if !j.history.is_empty() {
+        println!("history:");
+        for e in &j.history {
+            println!("  {}  {:<12} {}", e.at.format("%H:%M:%S%.3f"), e.kind, e.message);
+        }
+    }
+}
+
+/// `berth queues [NAME]`.
+pub async fn run_queues(cli: &Cli, name: Option<&str>, output: Output) -> Result<i32> {
+    let client = cli.client();
+    let outcome = match name {
+        None => client.get_json::<serde_json::Value>("/api/v1/queues", &[]).await.map(|v| {
+            let queues: Vec<QueueView> = serde_json::from_value(v["queues"].clone()).unwrap_or_default();
+            match output {
+                Output::Json => print_json(&queues),
+                Output::Yaml => print!("{}", serde_yaml::to_string(&queues).unwrap_or_default()),
+                Output::Text => print_queues(&queues),
+            }
+        }),
+        Some(n) => client.get_json::<QueueView>(&format!("/api/v1/queues/{}", encode(n)), &[]).await.map(|q| match output {
+            Output::Json => print_json(&q),
+            Output::Yaml => print!("{}", serde_yaml::to_string(&q).unwrap_or_default()),
+            Output::Text => {
+                print_queues(std::slice::from_ref(&q));
+                println!("\npending (admission order):");
+                for p in &q.pending {
+                    let pos = if p.position > 0 { format!("#{}", p.position) } else { "-".into() };
+                    println!("  {pos:>5}  {:<16}  prio {:>4}  waiting {:>5}  {}", p.id, p.priority, ago(p.enqueued_at), p.reason);
+                }
+                println!("running:");
+                for r in &q.running {
+                    let flavors: Vec<&str> = r.flavors.iter().map(|f| f.flavor.as_str()).collect();
+                    println!("  {:<16}  prio {:>4}  {:<10} on {} ({})", r.id, r.priority, r.state.as_str(), r.node, flavors.join(","));
+                }
+            }
+        }),
+    };
+    Ok(finish(outcome))
+}
+
+fn print_queues(queues: &[QueueView]) {
+    println!("{:<16}  {:>7}  {:>7}  {:>9}  USAGE (used/nominal per flavor.resource)", "QUEUE", "PENDING", "RUNNING", "LONGEST");
+    for q in queues {
+        let usage: Vec<String> = q
+            .usage
+            .iter()
+            .map(|u| format!("{}.{}={}/{}", u.flavor, u.resource, u.used, u.nominal.map_or("∞".into(), |n| n.to_string())))
+            .collect();
+        let longest = q.longest_wait_s.map_or("-".into(), |s| format!("{s:.0}s"));
+        println!("{:<16}  {:>7}  {:>7}  {:>9}  {}", q.name, q.pending_count, q.running_count, longest, usage.join(" "));
+    }
+}
+
+/// `berth nodes`.
+pub async fn run_nodes(cli: &Cli, output: Output) -> Result<i32> {
+    let outcome = cli.client().get_json::<serde_json::Value>("/api/v1/nodes", &[]).await.map(|v| {
+        let nodes: Vec<NodeView> = serde_json::from_value(v["nodes"].clone()).unwrap_or_default();
+        match output {
+            Output::Json => print_json(&nodes),
+            Output::Yaml => print!("{}", serde_yaml::to_string(&nodes).unwrap_or_default()),
+            Output::Text => {
+                println!("{:<20}  {:<8}  {:<24}  FREE / CAPACITY", "NODE", "BACKEND", "FLAVORS");
+                for n in &nodes {
+                    let cap: Vec<String> = n.capacity.iter().map(|(k, c)| format!("{k}={}/{c}", n.free.get(k).copied().unwrap_or(0.0))).collect();
+                    println!("{:<20}  {:<8}  {:<24}  {}", n.id, n.backend, n.flavors.join(","), cap.join(" "));
+                }
+            }
+        }
+    });
+    Ok(finish(outcome))
+}
+
+/// `berth events`.
+pub async fn run_events(cli: &Cli, args: &EventsArgs) -> Result<i32> {
+    let mut q: Vec<(&str, String)> = vec![("max_items", args.max_items.to_string())];
+    for (k, v) in [("kind", &args.kind), ("queue", &args.queue), ("job", &args.job), ("since", &args.since), ("cursor", &args.cursor)] {
+        if let Some(v) = v {
+            q.push((k, v.clone()));
+        }
+    }
+    let outcome = cli.client().get_json::<EventPage>("/api/v1/events", &q).await.map(|page| match args.output {
+        Output::Json => print_json(&page),
+        Output::Yaml => print!("{}", serde_yaml::to_string(&page).unwrap_or_default()),
+        Output::Text => {
+            for e in &page.events {
+                println!("{}  {:<15} {:<16} {}", e.at.format("%Y-%m-%d %H:%M:%S"), e.kind, e.job_id.as_deref().unwrap_or("-"), e.message);
+            }
+            if let Some(c) = &page.next_cursor {
+                println!("more: --cursor {c}");
+            }
+        }
+    });
+    Ok(finish(outcome))
+}
+
+/// Runs a `stages` command.
+pub async fn run_stages(cli: &Cli, command: &StagesCommand) -> Result<i32> {
+    let client = cli.client();
+    let outcome = match command {
+        StagesCommand::Submit { file, output } => {
+            let text = read_file(file)?;
+            let req: StageRequest = serde_yaml::from_str(&text).with_context(|| format!("{}: not a stage (name, jobs, parallelism)", file.display()))?;
+            client.post_json::<StageCreated>("/api/v1/stages", &req).await.map(|created| match output {
+                Output::Json => print_json(&created),
+                Output::Yaml => print!("{}", serde_yaml::to_string(&created).unwrap_or_default()),
+                Output::Text => {
+                    println!("{}", created.stage_id);
+                    for r in &created.rejected {
+                        eprintln!("  job {} ({}) rejected: {}", r.index, r.job_id, r.reason);
+                    }
+                }
+            })
+        }
+        StagesCommand::Get { id, output } => client.get_json::<StageStatus>(&format!("/api/v1/stages/{}", encode(id)), &[]).await.map(|s| match output {
+            Output::Json => print_json(&s),
+            Output::Yaml => print!("{}", serde_yaml::to_string(&s).unwrap_or_default()),
+            Output::Text => {
+                let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!("{} ({}): {}{}", s.id, s.name, counts.join(" "), if s.done { ", done" } else { "" });
+                for j in &s.jobs {
+                    println!("  {:<16}  {:<10}  {}", j.id, j.state.as_str(), j.name);
+                }
+            }
+        }),
+        StagesCommand::Results { id, output } => client.get_json::<StageResults>(&format!("/api/v1/stages/{}/results", encode(id)), &[]).await.map(|r| match output {
+            Output::Yaml => print!("{}", serde_yaml::to_string(&r).unwrap_or_default()),
+            Output::Json => print_json(&r),
+            Output::Text => {
+                println!("{} ({}): {}", r.stage_id, r.stage_name, if r.success { "success" } else { r.error_message.as_deref().unwrap_or("failed") });
+                for j in &r.job_statuses {
+                    println!("  {:<16}  {:<10}  exit {:>4}  {}", j.job_id, j.status, j.return_code.map_or("-".into(), |c| c.to_string()), j.name);
+                }
+            }
+        }),
+    };
+    Ok(finish(outcome))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_quoted_for_the_shell() {
+        assert_eq!(shell_quote("python"), "python");
+        assert_eq!(shell_quote("--lr=0.1"), "--lr=0.1");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+}

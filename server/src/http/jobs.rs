@@ -1,0 +1,404 @@
+//! Jobs, stages, queues, nodes, events and resource history under `/api/v1`, and the
+//! mlumina-compatible `/add_task`, `/change_task_priority`, `/cancel_task`.
+
+use std::time::Duration;
+
+use app::jobs::{EventPage, JobRequest, JobState, PriorityChange, StageRequest};
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::body::{Params, RawBody};
+use super::error::ApiError;
+use super::identity::Identity;
+use crate::runtime::backend::Stream;
+use crate::runtime::store::{EventFilter, HistoryQuery, JobFilter};
+use crate::runtime::{now_us, RuntimeError, MAX_PAGE};
+use crate::state::AppState;
+
+/// Routes nested under `/api/v1`.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/jobs", get(list_jobs).post(submit))
+        .route("/jobs/{id}", get(get_job))
+        .route("/jobs/{id}/logs", get(logs))
+        .route("/jobs/{id}/cancel", post(cancel))
+        .route("/jobs/{id}/priority", post(set_priority))
+        .route("/stages", post(submit_stage))
+        .route("/stages/{id}", get(get_stage))
+        .route("/stages/{id}/results", get(stage_results))
+        .route("/queues", get(queues))
+        .route("/queues/{name}", get(queue))
+        .route("/nodes", get(nodes))
+        .route("/events", get(events))
+        .route("/history", get(history))
+}
+
+/// mlumina's routes, at the root like the original service.
+pub fn mlumina_routes() -> Router<AppState> {
+    Router::new()
+        .route("/add_task", post(add_task))
+        .route("/change_task_priority", post(change_task_priority))
+        .route("/cancel_task", post(cancel_task))
+}
+
+/// A JSON body decoded into `T`; errors name the field (`resources.cpu: invalid type…`).
+fn decode<T: DeserializeOwned>(body: &RawBody) -> Result<T, ApiError> {
+    let text = body.text()?;
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_request("request body is empty; expected a JSON object"));
+    }
+    let mut de = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path.is_empty() || path == "." {
+            ApiError::bad_request(format!("invalid request body: {inner}"))
+        } else {
+            ApiError::bad_request(format!("{path}: {inner}"))
+        }
+    })
+}
+
+async fn submit(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+    let req: JobRequest = decode(&body)?;
+    let job = state.runtime.submit(req, &user).await?;
+    Ok((StatusCode::CREATED, Json(job)).into_response())
+}
+
+async fn list_jobs(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+    let limit = page_size(&params, 50)?;
+    let cursor = params.get_i64("cursor")?;
+    let mut filter = JobFilter {
+        queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),
+        submitter: params.get("submitter").filter(|s| !s.is_empty()).map(str::to_string),
+        stage_id: params.get("stage").filter(|s| !s.is_empty()).map(str::to_string),
+        search: params.get("q").map(str::trim).filter(|s| !s.is_empty()).map(str::to_string),
+        submitted_after_us: params.get("since").map(|t| parse_time("since", t)).transpose()?,
+        submitted_before_us: params.get("until").map(|t| parse_time("until", t)).transpose()?,
+        ..JobFilter::default()
+    };
+    if let Some(states) = params.get("state").filter(|s| !s.is_empty()) {
+        for s in states.split(',') {
+            let state = JobState::parse(s.trim()).ok_or_else(|| {
+                let all: Vec<&str> = JobState::ALL.iter().map(|s| s.as_str()).collect();
+                ApiError::bad_request(format!("state: `{s}` is not a job state (one of {})", all.join(", ")))
+            })?;
+            filter.states.push(state);
+        }
+    }
+    if let Some(label) = params.get("label").filter(|s| !s.is_empty()) {
+        let (k, v) = label.split_once('=').ok_or_else(|| ApiError::bad_request(format!("label: `{label}` is not KEY=VALUE")))?;
+        filter.label = Some((k.to_string(), v.to_string()));
+    }
+    Ok(Json(state.runtime.jobs(&filter, cursor, limit).await?).into_response())
+}
+
+fn page_size(params: &Params, default: i64) -> Result<i64, ApiError> {
+    let limit = params.get_i64("max_items")?.unwrap_or(default);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::bad_request(format!("max_items: must be between 1 and {MAX_PAGE}, got {limit}")));
+    }
+    Ok(limit)
+}
+
+/// An RFC 3339 time, or a duration ago (`90s`, `15m`, `2h`, `7d`), as microseconds.
+pub fn parse_time(name: &str, raw: &str) -> Result<i64, ApiError> {
+    let raw = raw.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(raw) {
+        return Ok(t.with_timezone(&Utc).timestamp_micros());
+    }
+    if let Some(d) = parse_duration(raw) {
+        return Ok(now_us() - d.as_micros().min(i64::MAX as u128 / 2) as i64);
+    }
+    Err(ApiError::bad_request(format!("{name}: `{raw}` is neither an RFC 3339 time nor a duration like 15m, 2h, 7d")))
+}
+
+/// `90s`, `15m`, `2h`, `7d` (a bare number is seconds).
+pub fn parse_duration(raw: &str) -> Option<Duration> {
+    let raw = raw.trim();
+    let (num, unit) = match raw.find(|c: char| !c.is_ascii_digit() && c != '.') {
+        Some(i) => raw.split_at(i),
+        None => (raw, "s"),
+    };
+    let n: f64 = num.parse().ok()?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        "d" => n * 86400.0,
+        "w" => n * 7.0 * 86400.0,
+        _ => return None,
+    };
+    (secs.is_finite() && (0.0..=1e10).contains(&secs)).then(|| Duration::from_secs_f64(secs))
+}
+
+async fn get_job(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(state.runtime.job(&id).await?).into_response())
+}
+
+async fn cancel(State(state): State<AppState>, Identity(user): Identity, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(state.runtime.cancel(&id, &user).await?).into_response())
+}
+
+async fn set_priority(State(state): State<AppState>, Identity(user): Identity, Path(id): Path<String>, body: RawBody) -> Result<Response, ApiError> {
+    let change: PriorityChange = decode(&body)?;
+    Ok(Json(state.runtime.set_priority(&id, change.priority, &user).await?).into_response())
+}
+
+/// Most bytes one logs response returns.
+const MAX_LOG: u64 = 16 * 1024 * 1024;
+
+/// `?stream=stdout|stderr&tail=LINES&follow=true`: plain text; with `follow`, the body stays
+/// open and grows until the job ends.
+async fn logs(State(state): State<AppState>, Path(id): Path<String>, params: Params) -> Result<Response, ApiError> {
+    let stream = match params.get("stream").unwrap_or("stdout") {
+        "stdout" => Stream::Stdout,
+        "stderr" => Stream::Stderr,
+        other => return Err(ApiError::bad_request(format!("stream: `{other}` is not stdout or stderr"))),
+    };
+    let tail = params.get_i64("tail")?;
+    if tail.is_some_and(|t| t < 0) {
+        return Err(ApiError::bad_request("tail: must be a number of lines >= 0"));
+    }
+    let follow = matches!(params.get("follow"), Some("true" | "1" | ""));
+    let tail_bytes = tail.map(|lines| (lines as u64).saturating_mul(4096).clamp(64 * 1024, MAX_LOG)).or(Some(MAX_LOG));
+    let (bytes, job_state) = state.runtime.logs(&id, stream, tail_bytes).await?;
+    let first = match tail {
+        Some(lines) => last_lines(&bytes, lines as usize).to_vec(),
+        None => bytes.clone(),
+    };
+    let text_plain = [(CONTENT_TYPE, "text/plain; charset=utf-8")];
+    if !follow || job_state.is_terminal() {
+        return Ok((text_plain, first).into_response());
+    }
+    // Follow: poll the log and send what was appended, until the job ends (then one last read).
+    let runtime = state.runtime.clone();
+    let seen = bytes.len();
+    let init = (runtime, id, Some(first), seen, false);
+    let body = futures_util::stream::unfold(init, move |(runtime, id, pending, seen, done)| async move {
+        if let Some(chunk) = pending {
+            return Some((Ok::<_, std::io::Error>(chunk), (runtime, id, None, seen, done)));
+        }
+        if done {
+            return None;
+        }
+        loop {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            let (bytes, state) = match runtime.logs(&id, stream, Some(MAX_LOG)).await {
+                Ok(x) => x,
+                Err(_) => return None,
+            };
+            let ended = state.is_terminal();
+            // A rotated log is shorter than what was seen: start over from its beginning.
+            let new = if bytes.len() >= seen { bytes[seen..].to_vec() } else { bytes.clone() };
+            if !new.is_empty() || ended {
+                return Some((Ok(new), (runtime, id, None, bytes.len(), ended)));
+            }
+        }
+    });
+    Ok((text_plain, Body::from_stream(body)).into_response())
+}
+
+fn last_lines(bytes: &[u8], n: usize) -> &[u8] {
+    if n == 0 {
+        return &[];
+    }
+    let trimmed = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    let mut count = 0;
+    for (i, b) in trimmed.iter().enumerate().rev() {
+        if *b == b'\n' {
+            count += 1;
+            if count == n {
+                return &bytes[i + 1..];
+            }
+        }
+    }
+    bytes
+}
+
+async fn submit_stage(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+    let req: StageRequest = decode(&body)?;
+    Ok((StatusCode::CREATED, Json(state.runtime.submit_stage(req, &user).await?)).into_response())
+}
+
+async fn get_stage(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(state.runtime.stage(&id).await?).into_response())
+}
+
+async fn stage_results(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(state.runtime.stage_results(&id).await?).into_response())
+}
+
+async fn queues(State(state): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(json!({ "queues": state.runtime.queues(None).await? })).into_response())
+}
+
+async fn queue(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let mut views = state.runtime.queues(Some(name.clone())).await.map_err(|e| match e {
+        RuntimeError::Invalid(_) => ApiError::not_found(format!("queue `{name}` is not in the active config")),
+        other => other.into(),
+    })?;
+    Ok(Json(views.remove(0)).into_response())
+}
+
+async fn nodes(State(state): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(json!({ "nodes": state.runtime.nodes().await? })).into_response())
+}
+
+/// `?kind=a,b&queue=&job=&since=&until=&cursor=&max_items=`: oldest first from `since`.
+async fn events(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+    let limit = page_size(&params, 100)?;
+    let filter = EventFilter {
+        kinds: params.get("kind").map(|k| k.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default(),
+        queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),
+        job_id: params.get("job").filter(|s| !s.is_empty()).map(str::to_string),
+        since_us: params.get("since").map(|t| parse_time("since", t)).transpose()?,
+        until_us: params.get("until").map(|t| parse_time("until", t)).transpose()?,
+    };
+    let (events, more) = state.runtime.events(&filter, params.get_i64("cursor")?, limit).await?;
+    let next_cursor = more.then(|| events.last().map(|e| e.seq.to_string())).flatten();
+    Ok(Json(EventPage { events, next_cursor }).into_response())
+}
+
+/// Most points per series a history response carries.
+const MAX_POINTS: i64 = 2000;
+
+/// `?since=1h&until=&step=&queue=&flavor=&resource=`: samples per queue × flavor × resource,
+/// at most one per `step` (default: the range / 300).
+async fn history(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+    let now = now_us();
+    let since = params.get("since").map(|t| parse_time("since", t)).transpose()?.unwrap_or(now - 3600 * 1_000_000);
+    let until = params.get("until").map(|t| parse_time("until", t)).transpose()?.unwrap_or(now);
+    if until <= since {
+        return Err(ApiError::bad_request("until: must be later than since"));
+    }
+    let span = until - since;
+    let step = match params.get("step") {
+        Some(s) => parse_duration(s).ok_or_else(|| ApiError::bad_request(format!("step: `{s}` is not a duration like 10s, 5m")))?.as_micros() as i64,
+        None => (span / 300).max(1_000_000),
+    };
+    if step <= 0 || span / step > MAX_POINTS {
+        return Err(ApiError::bad_request(format!("step: gives more than {MAX_POINTS} points over this range; use a larger step")));
+    }
+    let q = HistoryQuery {
+        since_us: since,
+        until_us: until,
+        step_us: step,
+        queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),
+        flavor: params.get("flavor").filter(|s| !s.is_empty()).map(str::to_string),
+        resource: params.get("resource").filter(|s| !s.is_empty()).map(str::to_string),
+    };
+    let samples = state.runtime.history(&q).await?;
+    Ok(Json(json!({ "since": crate::runtime::store::time_of(since), "until": crate::runtime::store::time_of(until), "step_s": step as f64 / 1e6, "samples": samples })).into_response())
+}
+
+/// Seed 001's `TaskData`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskData {
+    name: String,
+    entrypoint: String,
+    #[serde(default)]
+    runtime_env: serde_json::Map<String, serde_json::Value>,
+    priority: i64,
+    cpu: i64,
+    gpu: i64,
+    memory: i64,
+    timeout: i64,
+}
+
+async fn add_task(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+    let task: TaskData = decode(&body)?;
+    if !(0..=9).contains(&task.priority) {
+        return Err(invalid(format!("priority: must be 0..9, got {}", task.priority)));
+    }
+    for (field, v) in [("cpu", task.cpu), ("gpu", task.gpu), ("memory", task.memory), ("timeout", task.timeout)] {
+        if v < 0 {
+            return Err(invalid(format!("{field}: must be >= 0, got {v}")));
+        }
+    }
+    if task.cpu == 0 && task.gpu == 0 && task.memory == 0 {
+        return Err(invalid("task must request at least one resource".into()));
+    }
+    let runtime_env = serde_json::from_value(serde_json::Value::Object(task.runtime_env))
+        .map_err(|e| ApiError::bad_request(format!("runtime_env: {e}")))?;
+    let amount = |v: i64| (v > 0).then_some(v as f64);
+    let req = JobRequest {
+        name: Some(task.name),
+        entrypoint: task.entrypoint,
+        runtime_env,
+        priority: Some(task.priority),
+        resources: app::jobs::ResourceRequest { cpu: amount(task.cpu), gpu: amount(task.gpu), memory_gb: amount(task.memory), ..Default::default() },
+        timeout_s: task.timeout as u64,
+        ..Default::default()
+    };
+    let job = state.runtime.submit(req, &user).await?;
+    Ok(Json(json!({ "task_id": job.id, "status": "queued", "queue": job.queue, "priority": job.priority })).into_response())
+}
+
+fn invalid(message: String) -> ApiError {
+    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", message)
+}
+
+/// `task_id` (and `priority`) from the JSON body or the query string: mlumina's clients
+/// send either.
+#[derive(Debug, Default, Deserialize)]
+struct TaskRef {
+    task_id: Option<String>,
+    priority: Option<i64>,
+}
+
+fn task_ref(body: &RawBody, params: &Params) -> Result<(String, Option<i64>), ApiError> {
+    let mut r: TaskRef = if body.0.iter().all(u8::is_ascii_whitespace) { TaskRef::default() } else { decode(body)? };
+    if r.task_id.is_none() {
+        r.task_id = params.get("task_id").map(str::to_string);
+    }
+    if r.priority.is_none() {
+        r.priority = params.get_i64("priority")?;
+    }
+    let id = r.task_id.filter(|s| !s.is_empty()).ok_or_else(|| ApiError::bad_request("task_id: required"))?;
+    Ok((id, r.priority))
+}
+
+async fn change_task_priority(State(state): State<AppState>, Identity(user): Identity, params: Params, body: RawBody) -> Result<Response, ApiError> {
+    let (id, priority) = task_ref(&body, &params)?;
+    let priority = priority.ok_or_else(|| ApiError::bad_request("priority: required"))?;
+    if !(0..=9).contains(&priority) {
+        return Err(invalid(format!("priority: must be 0..9, got {priority}")));
+    }
+    let job = state.runtime.set_priority(&id, priority, &user).await?;
+    Ok(Json(json!({ "task_id": job.id, "priority": job.priority })).into_response())
+}
+
+async fn cancel_task(State(state): State<AppState>, Identity(user): Identity, params: Params, body: RawBody) -> Result<Response, ApiError> {
+    let (id, _) = task_ref(&body, &params)?;
+    let job = state.runtime.cancel(&id, &user).await?;
+    Ok(Json(json!({ "task_id": job.id, "status": job.state })).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_tails() {
+        assert_eq!(parse_duration("15m"), Some(Duration::from_secs(900)));
+        assert_eq!(parse_duration("2h"), Some(Duration::from_secs(7200)));
+        assert_eq!(parse_duration("30"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("1y"), None);
+        assert_eq!(parse_duration("-5m"), None);
+        assert_eq!(last_lines(b"a\nb\nc\n", 2), b"b\nc\n");
+        assert_eq!(last_lines(b"a\nb\nc", 5), b"a\nb\nc");
+        assert_eq!(last_lines(b"a\nb\n", 0), b"");
+    }
+}
