@@ -25,6 +25,7 @@ impl Server {
         let child = Command::new(BIN)
             .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
             .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
+            .args(["--data-dir", &format!("{}/data", dir.display()), "--tick-ms", "50"])
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -165,4 +166,49 @@ fn unreachable_server_is_a_clear_error() {
     let out = Command::new(BIN).args(["--server", "http://127.0.0.1:1", "config", "versions"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("cannot reach the Berth server at http://127.0.0.1:1"), "{}", stderr(&out));
+}
+
+#[test]
+fn jobs_submit_list_get_logs_cancel() {
+    let server = Server::start();
+    // Several arguments are quoted for the shell; the id is printed alone.
+    let out = server.berth(&["jobs", "submit", "--name", "greet", "--label", "team=ml", "--env", "WHO=it's me", "--", "sh", "-c", "echo \"hello $WHO\"; echo oops >&2"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = stdout(&out).trim().to_string();
+    assert!(id.starts_with("j-"), "{id}");
+    // Follow returns once the job has ended, with the whole log.
+    let out = server.berth(&["jobs", "logs", "-f", &id]);
+    assert_eq!(stdout(&out), "hello it's me\n");
+    let out = server.berth(&["jobs", "logs", "--stderr", &id]);
+    assert_eq!(stdout(&out), "oops\n");
+    let out = server.berth(&["jobs", "get", &id, "-o", "json"]);
+    let job: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(job["state"], "succeeded");
+    assert_eq!(job["submitter"], "carol");
+    assert_eq!(job["labels"]["team"], "ml");
+    assert_eq!(job["resources"]["cpu"], 1.0, "a job naming no resource gets one CPU");
+
+    let out = server.berth(&["jobs", "submit", "--cpu", "1", "--timeout", "60", "--", "sleep 30"]);
+    let sleeper = stdout(&out).trim().to_string();
+    let out = server.berth(&["jobs", "list", "--state", "pending,admitted,running"]);
+    let text = stdout(&out);
+    assert!(text.lines().next().unwrap().starts_with("ID"), "{text}");
+    assert!(text.contains(&sleeper) && !text.contains(&id), "{text}");
+    let out = server.berth(&["jobs", "cancel", &sleeper]);
+    assert_eq!(stdout(&out).trim(), format!("{sleeper}: cancelled"));
+    let out = server.berth(&["jobs", "cancel", &sleeper]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("has already ended"), "{}", stderr(&out));
+
+    let out = server.berth(&["queues"]);
+    assert!(stdout(&out).contains("default"), "{}", stdout(&out));
+    let out = server.berth(&["events", "--kind", "cancelled"]);
+    assert!(stdout(&out).contains(&sleeper), "{}", stdout(&out));
+    // Bad input: named, exit 1, nothing stored.
+    let out = server.berth(&["jobs", "submit", "--cpu=-2", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("resources.cpu"), "{}", stderr(&out));
+    let out = server.berth(&["jobs", "submit", "--label", "novalue", "--", "true"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("--label: `novalue` is not KEY=VALUE"), "{}", stderr(&out));
 }

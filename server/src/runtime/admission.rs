@@ -296,6 +296,7 @@ impl Loop {
         if ticked {
             self.on_tick(now, &mut batch);
         }
+        self.reroute_stale(now, &mut batch);
         let mut starts = Vec::new();
         if self.dirty {
             self.dirty = false;
@@ -317,6 +318,43 @@ impl Loop {
             self.commit(now_us(), &mut batch).await;
         }
         self.sample(now).await;
+    }
+
+    /// A config apply takes effect for waiting jobs: each pending job routed under another
+    /// version is routed again (queue, rule and priority may change). One that no rule
+    /// takes now keeps its old queue and waits, saying why.
+    fn reroute_stale(&mut self, now: i64, batch: &mut Batch) {
+        let version = self.state.config_version;
+        let compiled = self.state.compiled.clone();
+        for live in self.state.jobs.values_mut() {
+            if live.row.state != JobState::Pending || live.row.config_version == Some(version) {
+                continue;
+            }
+            live.row.config_version = Some(version);
+            batch.touch(&live.key);
+            self.dirty = true;
+            match engine::route(&compiled, &live.row.spec.labels, live.row.spec.priority) {
+                Ok(r) => {
+                    let (old_queue, old_priority) = (live.queue.clone(), live.row.priority);
+                    live.queue = r.queue.clone();
+                    live.row.queue = Some(r.queue.to_string());
+                    live.row.rule_index = r.rule_index.map(|i| i as i64);
+                    live.row.priority = r.priority;
+                    if old_queue != r.queue || old_priority != r.priority {
+                        let msg = format!("config version {version} routes it to {} with priority {}", r.queue, r.priority);
+                        let mut e = job_event(now, "rerouted", live, msg);
+                        e.config_version = Some(version);
+                        batch.events.push(e);
+                    }
+                }
+                Err(rejection) => {
+                    let msg = format!("config version {version} no longer routes it ({}); it stays in {}", rejection.reason, live.queue);
+                    let mut e = job_event(now, "rerouted", live, msg);
+                    e.config_version = Some(version);
+                    batch.events.push(e);
+                }
+            }
+        }
     }
 
     fn command(&mut self, cmd: Cmd, now: i64, batch: &mut Batch) {
@@ -367,6 +405,7 @@ impl Loop {
         let priority = bounded_priority(&compiled, live.row.rule_index, priority)?;
         let old = live.row.priority;
         live.row.priority = priority;
+        live.row.spec.priority = Some(priority);
         let key = live.key.clone();
         batch.events.push(job_event(now, "priority_changed", live, format!("priority {old} → {priority} by {by}")));
         let row = live.row.clone();

@@ -137,6 +137,7 @@ pub struct Runtime {
     store: JobStore,
     backends: Registry,
     settings: Settings,
+    config: Arc<ConfigService>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -165,10 +166,10 @@ impl Runtime {
             nodes: Arc::new(backends.nodes()),
         }));
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config, rx, exits);
+        let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.clone(), rx, exits);
         lp.recover().await?;
         tokio::spawn(lp.run());
-        Ok(Runtime { cmds: tx, shared, store, backends, settings })
+        Ok(Runtime { cmds: tx, shared, store, backends, settings, config })
     }
 
     pub fn store(&self) -> &JobStore {
@@ -180,9 +181,27 @@ impl Runtime {
         (s.compiled.clone(), s.config_version, s.nodes.clone())
     }
 
+    /// Brings the shared config up to the last applied version, so a submission right after
+    /// an apply is routed by it (the loop may not have reloaded yet).
+    async fn catch_up_config(&self) -> Result<(), RuntimeError> {
+        let applied = *self.config.subscribe().borrow();
+        if applied <= self.shared().1 {
+            return Ok(());
+        }
+        let v = self.config.get(Some(applied)).await.map_err(|e| RuntimeError::Store(e.to_string()))?;
+        let compiled = engine::compile(&v.config).map_err(|e| RuntimeError::Store(format!("config version {applied}: {e}")))?;
+        let mut s = self.shared.write().unwrap_or_else(|e| e.into_inner());
+        if s.config_version < applied {
+            s.compiled = Arc::new(compiled);
+            s.config_version = applied;
+        }
+        Ok(())
+    }
+
     /// Checks, routes and stores one job; a refusal is stored too and returned as
     /// [`RuntimeError::Rejected`].
     pub async fn submit(&self, req: JobRequest, submitter: &str) -> Result<Job, RuntimeError> {
+        self.catch_up_config().await?;
         let row = self.prepare(req, submitter, None)?;
         let event = submit_event(&row);
         self.store.insert(None, std::slice::from_ref(&row), &[event]).await?;
@@ -210,6 +229,7 @@ impl Runtime {
         if p.retry_max.is_some_and(|r| r > request::MAX_RETRIES) {
             return Err(RuntimeError::Invalid(format!("parallelism.retry_max: at most {}", request::MAX_RETRIES)));
         }
+        self.catch_up_config().await?;
         let stage_id = new_id("s");
         let mut rows = Vec::with_capacity(req.jobs.len());
         let mut rejected = Vec::new();

@@ -229,7 +229,8 @@ impl JobStore {
             sqlx::query(
                 "UPDATE jobs SET state = $2, queue = $3, priority = $4, enqueued_at_us = $5, updated_at_us = $6, runs = $7, \
                  retries = $8, retry_at_us = $9, flavors_json = $10, node = $11, backend = $12, handle = $13, \
-                 admitted_at_us = $14, started_at_us = $15, finished_at_us = $16, exit_code = $17, reason = $18 WHERE id = $1",
+                 admitted_at_us = $14, started_at_us = $15, finished_at_us = $16, exit_code = $17, reason = $18, \
+                 rule_index = $19, config_version = $20, spec_json = $21 WHERE id = $1",
             )
             .bind(&job.id)
             .bind(job.state.as_str())
@@ -249,6 +250,9 @@ impl JobStore {
             .bind(job.finished_at_us)
             .bind(job.exit_code)
             .bind(job.reason.as_deref())
+            .bind(job.rule_index)
+            .bind(job.config_version)
+            .bind(serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?)
             .execute(&mut *tx)
             .await?;
         }

@@ -5,6 +5,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+pub mod berth;
+
 use serde_json::Value;
 use server::db::Db;
 use server::state::{AppState, RuntimeOptions};
