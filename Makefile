@@ -30,8 +30,9 @@ test: deps-test build
 e2e:
 	cd end2end && BERTH_BIN=$(BIN) BERTH_SITE_ROOT=$(SITE) node --test --test-concurrency=1 tests/
 
-## bench: store latency (SQLite and PostgreSQL) and the engine, as printed tables
-bench: deps-test
+## bench: store latency (SQLite and PostgreSQL), the engine, and the runtime end to end, as printed tables
+bench:
+	@.ci/install.sh bench
 	BERTH_BENCH_PG_URL=$$(.ci/pg.sh start) cargo bench -p berth-server
 
 deps-run:

@@ -2,6 +2,7 @@
 # Installs what Berth's build and tests need and is missing; idempotent, skips what is there.
 #   .ci/install.sh run    - enough to build and serve: the wasm target and wasm-bindgen-cli
 #   .ci/install.sh test   - plus PostgreSQL, Chromium (Debian) and the end2end npm packages
+#   .ci/install.sh bench  - plus GNU parallel (a peer in the runtime bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-test}
@@ -26,11 +27,19 @@ fi
 apt_missing=()
 command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_missing+=(postgresql)
+# GNU parallel: a peer in the runtime bench only.
+[ "$what" = bench ] && ! command -v parallel >/dev/null 2>&1 && apt_missing+=(parallel)
 if [ ${#apt_missing[@]} -gt 0 ]; then
   say "installing Debian packages: ${apt_missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${apt_missing[@]}" >/dev/null
+fi
+
+# requests: seed 001's Python example is run unchanged by the runtime tests.
+if ! python3 -c 'import requests' >/dev/null 2>&1; then
+  say "installing the Python requests package"
+  python3 -m pip install --quiet --user requests 2>/dev/null || python3 -m pip install --quiet --break-system-packages --user requests
 fi
 
 if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then

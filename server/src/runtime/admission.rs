@@ -111,7 +111,15 @@ pub struct Loop {
     dirty: bool,
     last_sample: Option<(Instant, UsageCells)>,
     last_prune: Option<Instant>,
+    /// Starts not yet written: they ride with the next cycle's transaction, or are flushed
+    /// at `flush_at`. A crash before that is safe: the job is stored as admitted and
+    /// recovery adopts the run the backend started.
+    carry: Batch,
+    flush_at: Option<tokio::time::Instant>,
 }
+
+/// Longest a start stays unwritten.
+const FLUSH_DELAY: Duration = Duration::from_millis(20);
 
 /// Usage in milli-units per (queue, flavor, resource).
 type UsageCells = BTreeMap<(Name, Name, Name), i64>;
@@ -124,12 +132,18 @@ type Reply = oneshot::Sender<Result<JobRow, RuntimeError>>;
 struct Batch {
     touched: Vec<Name>,
     seen: HashSet<Name>,
+    /// Jobs whose spec (requested priority) changed.
+    spec_changed: HashSet<Name>,
     events: Vec<NewEvent>,
     stops: Vec<(Name, RunId, String)>,
     replies: Vec<(Reply, Result<JobRow, RuntimeError>)>,
 }
 
 impl Batch {
+    fn is_empty(&self) -> bool {
+        self.touched.is_empty() && self.events.is_empty() && self.replies.is_empty() && self.stops.is_empty()
+    }
+
     fn touch(&mut self, id: &Name) {
         if self.seen.insert(id.clone()) {
             self.touched.push(id.clone());
@@ -166,6 +180,8 @@ impl Loop {
             dirty: true,
             last_sample: None,
             last_prune: None,
+            carry: Batch::default(),
+            flush_at: None,
         }
     }
 
@@ -238,11 +254,17 @@ impl Loop {
             tokio::select! {
                 cmd = self.cmds.recv() => match cmd {
                     Some(c) => cmds.push(c),
-                    None => return,
+                    None => {
+                        // Shutting down: write the starts still carried.
+                        let mut carry = std::mem::take(&mut self.carry);
+                        self.commit(now_us(), &mut carry).await;
+                        return;
+                    }
                 },
                 Some(e) = self.exits.recv() => exits.push(e),
                 Ok(()) = self.config_rx.changed() => self.reload_config().await,
                 _ = tick.tick() => ticked = true,
+                _ = tokio::time::sleep_until(self.flush_at.unwrap_or_else(tokio::time::Instant::now)), if self.flush_at.is_some() => {}
             }
             // Take everything already waiting, so one cycle serves a burst.
             while let Ok(c) = self.cmds.try_recv() {
@@ -281,8 +303,10 @@ impl Loop {
     }
 
     async fn cycle(&mut self, cmds: Vec<Cmd>, exits: Vec<Exit>, ticked: bool) {
+        let t_cycle = Instant::now();
         let now = now_us();
-        let mut batch = Batch::default();
+        let mut batch = std::mem::take(&mut self.carry);
+        self.flush_at = None;
         for exit in exits {
             let key: Name = exit.run.job.clone();
             let current = self.state.jobs.get(&key).is_some_and(|l| l.row.state.holds_quota() && l.row.runs == exit.run.run);
@@ -302,7 +326,9 @@ impl Loop {
             self.dirty = false;
             starts = self.decide(now, &mut batch);
         }
+        let t_commit = Instant::now();
         self.commit(now, &mut batch).await;
+        let commit_us = t_commit.elapsed().as_micros() as u64;
         for (backend, run, handle) in std::mem::take(&mut batch.stops) {
             if let Some(b) = self.backends.get(&backend) {
                 if let Err(e) = b.stop(run.clone(), handle).await {
@@ -310,14 +336,22 @@ impl Loop {
                 }
             }
         }
-        let started_any = !starts.is_empty();
+        let t_start = Instant::now();
+        let n_starts = starts.len();
         for key in starts {
             self.start(&key, &mut batch).await;
         }
-        if started_any {
+        tracing::debug!(commit_us, starts = n_starts, start_us = t_start.elapsed().as_micros() as u64, "cycle parts");
+        if batch.is_empty() {
+            self.carry = batch;
+        } else if batch.replies.is_empty() {
+            self.carry = batch;
+            self.flush_at = Some(tokio::time::Instant::now() + FLUSH_DELAY);
+        } else {
             self.commit(now_us(), &mut batch).await;
         }
         self.sample(now).await;
+        tracing::debug!(cycle_us = t_cycle.elapsed().as_micros() as u64, "cycle");
     }
 
     /// A config apply takes effect for waiting jobs: each pending job routed under another
@@ -407,6 +441,7 @@ impl Loop {
         live.row.priority = priority;
         live.row.spec.priority = Some(priority);
         let key = live.key.clone();
+        batch.spec_changed.insert(key.clone());
         batch.events.push(job_event(now, "priority_changed", live, format!("priority {old} → {priority} by {by}")));
         let row = live.row.clone();
         batch.touch(&key);
@@ -531,7 +566,9 @@ impl Loop {
             });
         }
         let snapshot = Snapshot { now_ms, config: &self.state.compiled, nodes: &self.state.nodes, running: &running, pending: &offered };
+        let t_engine = Instant::now();
         let plan = engine::schedule(&snapshot);
+        tracing::debug!(pending = offered.len(), engine_us = t_engine.elapsed().as_micros() as u64, "engine cycle");
         let version = self.state.config_version;
 
         for p in &plan.preemptions {
@@ -663,7 +700,8 @@ impl Loop {
         }
         let mut result = Ok(());
         for attempt in 0..5u32 {
-            let rows: Vec<&JobRow> = batch.touched.iter().filter_map(|k| self.state.jobs.get(k)).map(|l| &l.row).collect();
+            let rows: Vec<(&JobRow, bool)> =
+                batch.touched.iter().filter_map(|k| self.state.jobs.get(k)).map(|l| (&l.row, batch.spec_changed.contains(&l.key))).collect();
             result = self.store.update(now, &rows, &batch.events).await;
             match &result {
                 Ok(()) => break,
@@ -680,6 +718,7 @@ impl Loop {
             }
         }
         batch.seen.clear();
+        batch.spec_changed.clear();
         batch.events.clear();
         for (reply, r) in batch.replies.drain(..) {
             let r = match &result {

@@ -31,14 +31,15 @@ pub const POLL: Duration = Duration::from_millis(200);
 /// Longest wait for a process group to vanish after SIGKILL (a process in `D` state can lag).
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
-/// Runs the entrypoint in a child shell (so `exit 3` in it is the run's code), then records
-/// the code. The entrypoint comes in the environment, so it needs no quoting.
-const WRAPPER: &str = r#"e=$BERTH_ENTRYPOINT f=$BERTH_EXIT_FILE
+/// Runs the entrypoint in a subshell (so `exit 3` in it is the run's code; a fork, not
+/// another exec of the shell), then records the code. The entrypoint comes in the
+/// environment, so it needs no quoting.
+const WRAPPER: &str = r#"__berth_e=$BERTH_ENTRYPOINT __berth_f=$BERTH_EXIT_FILE
 unset BERTH_ENTRYPOINT BERTH_EXIT_FILE
-/bin/sh -c "$e"
-code=$?
-echo "$code" > "$f"
-exit "$code""#;
+(eval "$__berth_e")
+__berth_code=$?
+echo "$__berth_code" > "$__berth_f"
+exit "$__berth_code""#;
 
 /// What the local backend offers and where it keeps runs.
 #[derive(Debug, Clone)]
@@ -652,7 +653,7 @@ mod tests {
     #[tokio::test]
     async fn stop_escalates_to_sigkill() {
         let (b, mut rx) = backend(config("kill"));
-        let handle = b.start(spec("j", r#"trap "" TERM; echo $$ > inner.pid; sleep 300"#)).await.expect("start");
+        let handle = b.start(spec("j", r#"sh -c 'trap "" TERM; echo $$ > inner.pid; sleep 300'"#)).await.expect("start");
         let run = RunId { job: "j".into(), run: 1 };
         let inner = pid_in(&b.run_dir(&run).join("work/inner.pid")).await;
         let stopped = Instant::now();

@@ -220,17 +220,23 @@ impl JobStore {
     }
 
     /// Writes the mutable columns of `jobs` and appends `events`, atomically.
-    pub async fn update(&self, now_us: i64, jobs: &[&JobRow], events: &[NewEvent]) -> Result<()> {
+    /// Writes changed jobs and new events in one transaction; a job's spec (JSON) only when
+    /// its flag says the spec changed (a new requested priority).
+    pub async fn update(&self, now_us: i64, jobs: &[(&JobRow, bool)], events: &[NewEvent]) -> Result<()> {
         if jobs.is_empty() && events.is_empty() {
             return Ok(());
         }
         let mut tx = self.db.pool.begin().await?;
-        for job in jobs {
+        for &(job, spec_changed) in jobs {
+            if spec_changed {
+                let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
+                sqlx::query("UPDATE jobs SET spec_json = $2 WHERE id = $1").bind(&job.id).bind(spec).execute(&mut *tx).await?;
+            }
             sqlx::query(
                 "UPDATE jobs SET state = $2, queue = $3, priority = $4, enqueued_at_us = $5, updated_at_us = $6, runs = $7, \
                  retries = $8, retry_at_us = $9, flavors_json = $10, node = $11, backend = $12, handle = $13, \
                  admitted_at_us = $14, started_at_us = $15, finished_at_us = $16, exit_code = $17, reason = $18, \
-                 rule_index = $19, config_version = $20, spec_json = $21 WHERE id = $1",
+                 rule_index = $19, config_version = $20 WHERE id = $1",
             )
             .bind(&job.id)
             .bind(job.state.as_str())
@@ -252,7 +258,6 @@ impl JobStore {
             .bind(job.reason.as_deref())
             .bind(job.rule_index)
             .bind(job.config_version)
-            .bind(serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?)
             .execute(&mut *tx)
             .await?;
         }

@@ -1,0 +1,459 @@
+//! The runtime end to end: the real `berth` binary (bench profile), the local backend, real
+//! processes, SQLite. Prints one table per scenario:
+//!
+//! * latency: submit-to-start at 50 submissions/s for 60 s;
+//! * throughput: 1,000 `true` jobs through 2 slots, beside `xargs -P 2` and GNU `parallel -j 2`;
+//! * kueue: Kueue's scheduler baseline (15,000 jobs, 30 queues) in real time, jobs `sleep`ing
+//!   for their runtime on a local host declaring 600 CPUs;
+//! * idle: 100,000 pending jobs that cannot fit: server CPU and database writes while idle.
+//!
+//! `BERTH_BENCH_RUNTIME=latency,throughput` picks scenarios (default: all);
+//! `BERTH_BENCH_QUICK=1` shortens them (for a smoke run, not for figures).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+const BIN: &str = env!("CARGO_BIN_EXE_berth");
+
+fn quick() -> bool {
+    std::env::var("BERTH_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
+}
+
+/// A `berth serve` child over a fresh SQLite file.
+struct Server {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+    http: reqwest::Client,
+}
+
+impl Server {
+    async fn start(name: &str, extra: &[&str]) -> Server {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let dir = std::env::temp_dir().join(format!("berth-bench-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = std::fs::File::create(dir.join("server.log")).unwrap();
+        let child = Command::new(BIN)
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
+            .args(["--data-dir", &format!("{}/data", dir.display())])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("berth serve starts");
+        let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !http.get(format!("{url}/readyz")).send().await.is_ok_and(|r| r.status().is_success()) {
+            assert!(Instant::now() < deadline, "server did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Server { child, url, dir, http }
+    }
+
+    async fn apply(&self, yaml: &str) {
+        let r = self.http.post(format!("{}/api/v1/scheduler/config", self.url)).header("content-type", "application/yaml").body(yaml.to_string()).send().await.unwrap();
+        assert!(r.status().is_success(), "{}", r.text().await.unwrap());
+    }
+
+    async fn submit(&self, body: &Value) -> String {
+        let r = self.http.post(format!("{}/api/v1/jobs", self.url)).json(body).send().await.unwrap();
+        let status = r.status();
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(status.as_u16(), 201, "{v}");
+        v["id"].as_str().unwrap().to_string()
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        self.http.get(format!("{}{path}", self.url)).send().await.unwrap().json().await.unwrap()
+    }
+
+    /// Every job, all pages.
+    async fn all_jobs(&self) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let page = self.get(&format!("/api/v1/jobs?max_items=1000{cursor}")).await;
+            out.extend(page["jobs"].as_array().unwrap().iter().cloned());
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = format!("&cursor={c}"),
+                None => return out,
+            }
+        }
+    }
+
+    /// Waits until no job is pending, admitted or running.
+    async fn drain(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let page = self.get("/api/v1/jobs?state=pending,admitted,running&max_items=1").await;
+            if page["jobs"].as_array().is_some_and(|a| a.is_empty()) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "jobs still unfinished after {timeout:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Every event, oldest first.
+    async fn events(&self, query: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            let page = self.get(&format!("/api/v1/events?max_items=1000&{query}{cursor}")).await;
+            out.extend(page["events"].as_array().unwrap().iter().cloned());
+            match page["next_cursor"].as_str() {
+                Some(c) => cursor = format!("&cursor={c}"),
+                None => return out,
+            }
+        }
+    }
+
+    /// Server CPU seconds (user + system, not its children) and peak RSS in MB.
+    fn usage(&self) -> (f64, f64) {
+        let pid = self.child.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+        let ticks = |i: usize| fields.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+        let cpu = (ticks(11) + ticks(12)) / 100.0;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let hwm = status.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()).unwrap_or(0.0);
+        (cpu, hwm / 1024.0)
+    }
+
+    /// Bytes this server process has caused to be written to storage.
+    fn write_bytes(&self) -> u64 {
+        let io = std::fs::read_to_string(format!("/proc/{}/io", self.child.id())).unwrap_or_default();
+        io.lines().find(|l| l.starts_with("write_bytes:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = Command::new("pkill").arg("-KILL").arg("-f").arg(self.dir.display().to_string()).status();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn time(v: &Value) -> Option<DateTime<Utc>> {
+    v.as_str().and_then(|s| DateTime::parse_from_rfc3339(s).ok()).map(|t| t.with_timezone(&Utc))
+}
+
+fn ms_between(a: &Value, b: &Value) -> Option<f64> {
+    Some((time(b)? - time(a)?).num_microseconds()? as f64 / 1000.0)
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn one_queue(cpu: u32) -> String {
+    format!(
+        "resource_flavors:\n  - name: local\nresource_queues:\n  - name: default\n    resource_groups:\n      - covered_resources: [cpu]\n        flavors:\n          - name: local\n            resources: [{{name: cpu, nominal_quota: {cpu}}}]\nscheduling_rules:\n  - resource_queue: default\n"
+    )
+}
+
+async fn latency() {
+    let (rate, secs) = if quick() { (50, 5) } else { (50, 60) };
+    let server = Server::start("latency", &["--local-cpus", "64"]).await;
+    let interval = Duration::from_secs_f64(1.0 / rate as f64);
+    let mut ticker = tokio::time::interval(interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut handles = Vec::new();
+    let t0 = Instant::now();
+    for _ in 0..rate * secs {
+        ticker.tick().await;
+        let (http, url) = (server.http.clone(), format!("{}/api/v1/jobs", server.url));
+        handles.push(tokio::spawn(async move {
+            let sent = Instant::now();
+            let r = http.post(url).json(&json!({"entrypoint": "true", "resources": {"cpu": 1}})).send().await.unwrap();
+            let v: Value = r.json().await.unwrap();
+            (v["id"].as_str().unwrap().to_string(), sent.elapsed().as_secs_f64() * 1000.0)
+        }));
+    }
+    let mut submit_rtt = Vec::new();
+    for h in handles {
+        submit_rtt.push(h.await.unwrap().1);
+    }
+    let offered = t0.elapsed().as_secs_f64();
+    server.drain(Duration::from_secs(60)).await;
+    let jobs = server.all_jobs().await;
+    let mut lat: Vec<f64> = jobs.iter().filter_map(|j| ms_between(&j["submitted_at"], &j["started_at"])).collect();
+    lat.sort_by(f64::total_cmp);
+    submit_rtt.sort_by(f64::total_cmp);
+    let (cpu, rss) = server.usage();
+    println!("\n## submit-to-start latency, local backend ({} jobs at {rate}/s over {offered:.1} s)", lat.len());
+    println!("{:<40} | {:>9} | {:>9} | {:>9} | {:>9}", "measure", "p50 ms", "p99 ms", "max ms", "target");
+    println!("{}", "-".repeat(88));
+    println!("{:<40} | {:>9.2} | {:>9.2} | {:>9.2} | {:>9}", "submitted_at -> started_at (server)", percentile(&lat, 0.5), percentile(&lat, 0.99), percentile(&lat, 1.0), "20 / 100");
+    println!("{:<40} | {:>9.2} | {:>9.2} | {:>9.2} | {:>9}", "POST /api/v1/jobs round trip (client)", percentile(&submit_rtt, 0.5), percentile(&submit_rtt, 0.99), percentile(&submit_rtt, 1.0), "-");
+    println!("server: {cpu:.1} s CPU, peak RSS {rss:.0} MB");
+}
+
+fn run_peer(script: &str) -> Option<f64> {
+    let t = Instant::now();
+    let ok = Command::new("sh").arg("-c").arg(script).stdout(Stdio::null()).stderr(Stdio::null()).status().ok()?.success();
+    ok.then(|| t.elapsed().as_secs_f64())
+}
+
+async fn throughput() {
+    let n = if quick() { 200 } else { 1000 };
+    let server = Server::start("throughput", &["--local-cpus", "64"]).await;
+    server.apply(&one_queue(2)).await;
+    let t = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let (http, url) = (server.http.clone(), format!("{}/api/v1/jobs", server.url));
+        set.spawn(async move { http.post(url).json(&json!({"entrypoint": "true", "resources": {"cpu": 1}})).send().await.unwrap().status() });
+        while set.len() >= 16 {
+            assert!(set.join_next().await.unwrap().unwrap().is_success());
+        }
+    }
+    while let Some(r) = set.join_next().await {
+        assert!(r.unwrap().is_success());
+    }
+    server.drain(Duration::from_secs(300)).await;
+    let berth = t.elapsed().as_secs_f64();
+    let jobs = server.all_jobs().await;
+    assert!(jobs.iter().all(|j| j["state"] == "succeeded"));
+    let events = server.events("kind=admitted,finished").await;
+    let peak = peak_running(&events);
+    let xargs = run_peer(&format!("seq {n} | xargs -P 2 -I{{}} sh -c true"));
+    let parallel = run_peer(&format!("seq {n} | parallel -j 2 true"));
+    println!("\n## throughput: {n} jobs running `true`, 2 slots");
+    println!("{:<44} | {:>9} | {:>9} | {:>10}", "runner", "wall s", "jobs/s", "vs xargs");
+    println!("{}", "-".repeat(82));
+    let base = xargs.unwrap_or(f64::NAN);
+    let row = |name: &str, s: Option<f64>| match s {
+        Some(s) => println!("{name:<44} | {s:>9.2} | {:>9.0} | {:>9.2}x", n as f64 / s, s / base),
+        None => println!("{name:<44} | {:>9} | {:>9} | {:>10}", "n/a", "", "(not installed)"),
+    };
+    row("berth (submit all, local backend, quota 2)", Some(berth));
+    row("xargs -P 2 sh -c true", xargs);
+    row("GNU parallel -j 2 true", parallel);
+    println!("berth never ran more than {peak} at once (from the event log); target: within 1.5x of xargs");
+}
+
+/// Most jobs holding quota at once, replaying admitted/finished events.
+fn peak_running(events: &[Value]) -> i64 {
+    let (mut now, mut peak) = (0i64, 0i64);
+    for e in events {
+        match e["kind"].as_str() {
+            Some("admitted") => now += 1,
+            Some("finished") => now -= 1,
+            _ => {}
+        }
+        peak = peak.max(now);
+    }
+    peak
+}
+
+const KUEUE_QUEUES: usize = 30;
+/// (class, count per queue, interval ms, cpu, runtime ms, priority) — Kueue's baseline.
+const CLASSES: [(&str, usize, u64, u32, u64, i64); 3] =
+    [("small", 350, 100, 1, 200, 50), ("medium", 100, 500, 5, 500, 100), ("large", 50, 1200, 20, 1000, 200)];
+
+fn kueue_config() -> String {
+    let mut y = String::from("resource_flavors:\n  - name: local\nresource_queues:\n");
+    for q in 0..KUEUE_QUEUES {
+        y += &format!(
+            "  - name: cq-{q:02}\n    preemption: {{within_resource_queue: lower_priority}}\n    resource_groups:\n      - covered_resources: [cpu]\n        flavors: [{{name: local, resources: [{{name: cpu, nominal_quota: 20}}]}}]\n"
+        );
+    }
+    y += "scheduling_rules:\n";
+    for q in 0..KUEUE_QUEUES {
+        y += &format!("  - resource_queue: cq-{q:02}\n    selector: [{{key: queue, operator: in, values: [cq-{q:02}]}}]\n    priority_policy: {{min: 0, max: 1000, on_violation: reject}}\n");
+    }
+    y
+}
+
+async fn kueue() {
+    let scale = if quick() { 10 } else { 1 };
+    let server = Server::start("kueue", &["--local-cpus", "600", "--tick-ms", "100"]).await;
+    server.apply(&kueue_config()).await;
+    // Every arrival at its time: (at ms, queue, class).
+    let mut arrivals: Vec<(u64, usize, usize)> = Vec::new();
+    for q in 0..KUEUE_QUEUES {
+        for (c, &(_, count, every, ..)) in CLASSES.iter().enumerate() {
+            for k in 0..count / scale {
+                arrivals.push((k as u64 * every, q, c));
+            }
+        }
+    }
+    arrivals.sort();
+    let (cpu0, _) = server.usage();
+    let t0 = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    let mut class_of: HashMap<String, usize> = HashMap::new();
+    for &(at, q, c) in &arrivals {
+        let due = t0 + Duration::from_millis(at);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            tokio::time::sleep(wait).await;
+        }
+        let (_, _, _, cpu, runtime, priority) = CLASSES[c];
+        let body = json!({
+            "name": format!("{}-{q:02}", CLASSES[c].0),
+            "entrypoint": format!("sleep {}", runtime as f64 / 1000.0),
+            "labels": {"queue": format!("cq-{q:02}")},
+            "priority": priority,
+            "resources": {"cpu": cpu},
+        });
+        let (http, url) = (server.http.clone(), format!("{}/api/v1/jobs", server.url));
+        set.spawn(async move {
+            let v: Value = http.post(url).json(&body).send().await.unwrap().json().await.unwrap();
+            (v["id"].as_str().unwrap_or_default().to_string(), c)
+        });
+        while let Some(r) = set.try_join_next() {
+            let (id, c) = r.unwrap();
+            class_of.insert(id, c);
+        }
+    }
+    while let Some(r) = set.join_next().await {
+        let (id, c) = r.unwrap();
+        class_of.insert(id, c);
+    }
+    server.drain(Duration::from_secs(1800)).await;
+    let wall = t0.elapsed().as_secs_f64();
+    let (cpu1, rss) = server.usage();
+    let jobs = server.all_jobs().await;
+    let mut sum = [0.0f64; 3];
+    let mut n = [0usize; 3];
+    for j in &jobs {
+        let Some(&c) = j["id"].as_str().and_then(|id| class_of.get(id)) else { continue };
+        if let Some(ms) = ms_between(&j["submitted_at"], &j["admitted_at"]) {
+            sum[c] += ms / 1000.0;
+            n[c] += 1;
+        }
+    }
+    let succeeded = jobs.iter().filter(|j| j["state"] == "succeeded").count();
+    // Time-weighted usage per queue from the event log.
+    let events = server.events("kind=admitted,finished,preempted").await;
+    let cpu_of: HashMap<&str, f64> = jobs.iter().filter_map(|j| Some((j["id"].as_str()?, j["resources"]["cpu"].as_f64()?))).collect();
+    let mut held: HashMap<String, (String, f64, DateTime<Utc>)> = HashMap::new();
+    let mut area: BTreeMap<String, f64> = BTreeMap::new();
+    let (mut first, mut last): (Option<DateTime<Utc>>, Option<DateTime<Utc>>) = (None, None);
+    let mut preemptions = 0;
+    for e in &events {
+        let (Some(job), Some(at)) = (e["job_id"].as_str(), time(&e["at"])) else { continue };
+        first = first.or(Some(at));
+        last = Some(at);
+        match e["kind"].as_str() {
+            Some("admitted") => {
+                held.insert(job.to_string(), (e["queue"].as_str().unwrap_or("").to_string(), cpu_of.get(job).copied().unwrap_or(0.0), at));
+            }
+            Some(kind) => {
+                if kind == "preempted" {
+                    preemptions += 1;
+                }
+                if let Some((q, cpu, since)) = held.remove(job) {
+                    *area.entry(q).or_default() += cpu * (at - since).num_milliseconds() as f64 / 1000.0;
+                }
+            }
+            None => {}
+        }
+    }
+    let span = last.zip(first).map_or(1.0, |(l, f)| (l - f).num_milliseconds() as f64 / 1000.0);
+    let usages: Vec<f64> = (0..KUEUE_QUEUES).map(|q| area.get(&format!("cq-{q:02}")).copied().unwrap_or(0.0) / (20.0 * span) * 100.0).collect();
+    let min_usage = usages.iter().copied().fold(f64::MAX, f64::min);
+    let avg_mcpu = (cpu1 - cpu0) / wall * 1000.0;
+    println!("\n## Kueue baseline in real time: {} jobs, 30 queues x 20 CPU, local host declaring 600 CPUs{}", arrivals.len(), if scale > 1 { " (QUICK: 1/10 of the jobs)" } else { "" });
+    println!("{:<44} | {:>12} | {:>12} | {:>4}", "metric", "berth", "kueue limit", "ok");
+    println!("{}", "-".repeat(82));
+    let row = |name: &str, got: f64, limit: f64, le: bool, unit: &str| {
+        let ok = if le { got <= limit } else { got >= limit };
+        println!("{name:<44} | {got:>9.1} {unit:<2} | {} {limit:>7.0} {unit:<2} | {:>4}", if le { "<=" } else { ">=" }, if ok { "yes" } else { "NO" });
+    };
+    row("wall time to finish", wall, 425.0, true, "s");
+    for (c, limit) in [(2usize, 23.0), (1, 90.0), (0, 260.0)] {
+        row(&format!("avg time to admission, {}", CLASSES[c].0), sum[c] / n[c].max(1) as f64, limit, true, "s");
+    }
+    row("minimum queue usage (time-weighted)", min_usage, 50.0, false, "%");
+    row("server CPU (average over the run)", avg_mcpu, 500.0, true, "m");
+    row("server peak RSS", rss, 468.0, true, "MB");
+    println!("succeeded {succeeded} of {}, preemptions {preemptions}", jobs.len());
+}
+
+async fn idle() {
+    let total = if quick() { 20_000 } else { 100_000 };
+    let server = Server::start("idle", &["--local-cpus", "64"]).await;
+    server.apply(&one_queue(1)).await;
+    let blocker = server.submit(&json!({"entrypoint": "sleep 3600", "resources": {"cpu": 1}})).await;
+    let t = Instant::now();
+    let per_stage = 10_000;
+    for s in 0..total / per_stage {
+        let jobs: Vec<Value> = (0..per_stage).map(|i| json!({"name": format!("w{s}-{i}"), "entrypoint": "true", "resources": {"cpu": 1}})).collect();
+        let r = server.http.post(format!("{}/api/v1/stages", server.url)).json(&json!({"name": format!("batch{s}"), "jobs": jobs})).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 201, "{}", r.text().await.unwrap());
+    }
+    let load = t.elapsed().as_secs_f64();
+    // Let the loop take them in and settle.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let q = server.get("/api/v1/queues/default").await;
+        if q["pending_count"].as_u64() == Some(total as u64) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "pending jobs never all arrived: {}", q["pending_count"]);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let db = server.dir.join("berth.db");
+    let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect(&format!("sqlite://{}?mode=ro", db.display())).await.unwrap();
+    let probe = |pool: sqlx::SqlitePool| async move {
+        let jobs: (i64, i64) = sqlx::query_as("SELECT COALESCE(MAX(updated_at_us), 0), COUNT(*) FROM jobs").fetch_one(&pool).await.unwrap();
+        let events: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM events").fetch_one(&pool).await.unwrap();
+        let samples: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM resource_samples").fetch_one(&pool).await.unwrap();
+        (jobs.0, jobs.1, events.0, samples.0)
+    };
+    let window = if quick() { 10 } else { 30 };
+    let before = probe(pool.clone()).await;
+    let (cpu0, _) = server.usage();
+    let w0 = server.write_bytes();
+    tokio::time::sleep(Duration::from_secs(window)).await;
+    let (cpu1, rss) = server.usage();
+    let w1 = server.write_bytes();
+    let after = probe(pool.clone()).await;
+    let pct = (cpu1 - cpu0) / window as f64 * 100.0;
+    println!("\n## idle: {total} pending jobs that cannot fit (quota 1 CPU held by {blocker}), {window} s window");
+    println!("{:<44} | {:>14} | {:>10}", "measure", "value", "target");
+    println!("{}", "-".repeat(76));
+    println!("{:<44} | {:>12.2} % | {:>10}", "server CPU (% of one core)", pct, "<= 1 %");
+    println!("{:<44} | {:>14} | {:>10}", "job rows written (max updated_at changed)", if after.0 == before.0 { "none".to_string() } else { "YES".to_string() }, "none");
+    println!("{:<44} | {:>14} | {:>10}", "events written", after.2 - before.2, "0");
+    println!("{:<44} | {:>14} | {:>10}", "resource samples written (periodic)", after.3 - before.3, "-");
+    println!("{:<44} | {:>12} B | {:>10}", "bytes written to storage by the server", w1.saturating_sub(w0), "-");
+    println!("loading {total} jobs as stages of {per_stage}: {load:.1} s; server peak RSS {rss:.0} MB");
+}
+
+#[tokio::main]
+async fn main() {
+    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue".into());
+    let want: Vec<&str> = want.split(',').map(str::trim).collect();
+    let _ = Path::new(BIN);
+    println!("# Berth runtime benchmarks (bench-profile binary, SQLite, local backend){}", if quick() { " — QUICK mode" } else { "" });
+    if want.contains(&"latency") {
+        latency().await;
+    }
+    if want.contains(&"throughput") {
+        throughput().await;
+    }
+    if want.contains(&"idle") {
+        idle().await;
+    }
+    if want.contains(&"kueue") {
+        kueue().await;
+    }
+}
