@@ -116,6 +116,15 @@ pub struct Loop {
     /// recovery adopts the run the backend started.
     carry: Batch,
     flush_at: Option<tokio::time::Instant>,
+    /// Some job changed since the last sample (else usage is not recomputed before the
+    /// periodic sample is due: an idle loop stays cheap with many pending jobs).
+    usage_dirty: bool,
+    /// Some pending job may be routed under an older config version.
+    reroute_needed: bool,
+    /// Earliest time a running job may pass its timeout (µs); the tick scans only then.
+    next_deadline: Option<i64>,
+    /// Earliest end of a retry backoff (µs).
+    next_retry: Option<i64>,
 }
 
 /// Longest a start stays unwritten.
@@ -182,6 +191,11 @@ impl Loop {
             last_prune: None,
             carry: Batch::default(),
             flush_at: None,
+            usage_dirty: true,
+            reroute_needed: true,
+            // Scan once at the first tick: recovered jobs may have timeouts and retries.
+            next_deadline: Some(0),
+            next_retry: Some(0),
         }
     }
 
@@ -288,6 +302,8 @@ impl Loop {
                 self.state.config_version = version;
                 self.publish();
                 self.dirty = true;
+                self.reroute_needed = true;
+                self.usage_dirty = true;
                 // New quotas: sample at once.
                 self.last_sample = None;
             }
@@ -358,6 +374,9 @@ impl Loop {
     /// version is routed again (queue, rule and priority may change). One that no rule
     /// takes now keeps its old queue and waits, saying why.
     fn reroute_stale(&mut self, now: i64, batch: &mut Batch) {
+        if !std::mem::take(&mut self.reroute_needed) {
+            return;
+        }
         let version = self.state.config_version;
         let compiled = self.state.compiled.clone();
         for live in self.state.jobs.values_mut() {
@@ -395,6 +414,7 @@ impl Loop {
         match cmd {
             Cmd::Enqueue(rows) => {
                 for row in rows {
+                    self.reroute_needed |= row.config_version != Some(self.state.config_version);
                     let live = Live::from_row(row);
                     self.state.jobs.insert(live.key.clone(), live);
                 }
@@ -450,30 +470,36 @@ impl Loop {
     }
 
     fn on_tick(&mut self, now: i64, batch: &mut Batch) {
-        // Timeouts.
-        let expired: Vec<Name> = self
-            .state
-            .jobs
-            .values()
-            .filter(|l| l.row.state == JobState::Running && l.row.spec.timeout_s > 0)
-            .filter(|l| l.row.started_at_us.is_some_and(|s| now - s >= (l.row.spec.timeout_s as i64).saturating_mul(1_000_000)))
-            .map(|l| l.key.clone())
-            .collect();
-        for key in expired {
-            let live = self.state.jobs.get_mut(&key).expect("listed above");
-            if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
-                batch.stops.push((b.as_str().into(), live.run(), h));
+        // Timeouts: scan the jobs only once the earliest deadline has come.
+        if self.next_deadline.is_some_and(|d| d <= now) {
+            let mut next: Option<i64> = None;
+            let mut expired: Vec<Name> = Vec::new();
+            for l in self.state.jobs.values().filter(|l| l.row.state == JobState::Running && l.row.spec.timeout_s > 0) {
+                let Some(deadline) = deadline_of(&l.row) else { continue };
+                if deadline <= now {
+                    expired.push(l.key.clone());
+                } else {
+                    next = Some(next.map_or(deadline, |n| n.min(deadline)));
+                }
             }
-            live.row.state = JobState::TimedOut;
-            live.row.finished_at_us = Some(now);
-            let msg = format!("stopped after its timeout of {} s", live.row.spec.timeout_s);
-            live.row.reason = Some(msg.clone());
-            batch.events.push(job_event(now, "timed_out", live, msg));
-            batch.touch(&key);
-            self.dirty = true;
+            self.next_deadline = next;
+            for key in expired {
+                let live = self.state.jobs.get_mut(&key).expect("listed above");
+                if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
+                    batch.stops.push((b.as_str().into(), live.run(), h));
+                }
+                live.row.state = JobState::TimedOut;
+                live.row.finished_at_us = Some(now);
+                let msg = format!("stopped after its timeout of {} s", live.row.spec.timeout_s);
+                live.row.reason = Some(msg.clone());
+                batch.events.push(job_event(now, "timed_out", live, msg));
+                batch.touch(&key);
+                self.dirty = true;
+            }
         }
         // Retries whose backoff ended.
-        if self.state.jobs.values().any(|l| l.row.state == JobState::Pending && l.row.retry_at_us.is_some_and(|t| t <= now)) {
+        if self.next_retry.is_some_and(|t| t <= now) {
+            self.next_retry = None;
             self.dirty = true;
         }
         // Capacity.
@@ -501,7 +527,9 @@ impl Loop {
         if failed && live.row.retries < live.row.spec.max_retries as i64 {
             live.row.retries += 1;
             let delay = backoff.saturating_mul(1u32 << (live.row.retries - 1).min(8) as u32).min(Duration::from_secs(300));
-            live.row.retry_at_us = Some(now + delay.as_micros() as i64);
+            let at = now + delay.as_micros() as i64;
+            live.row.retry_at_us = Some(at);
+            self.next_retry = Some(self.next_retry.map_or(at, |n| n.min(at)));
             live.row.state = JobState::Pending;
             live.row.reason = Some(what.clone());
             let msg = format!("{what}; retry {} of {} in {:.1} s", live.row.retries, live.row.spec.max_retries, delay.as_secs_f64());
@@ -541,9 +569,11 @@ impl Loop {
             b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key))
         });
         let mut held_back: Vec<(Name, String)> = Vec::new();
+        let mut next_retry = self.next_retry;
         let mut offered = Vec::with_capacity(pending.len());
         for l in pending {
             if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
+                next_retry = Some(next_retry.map_or(t, |n: i64| n.min(t)));
                 let why = l.row.reason.clone().unwrap_or_default();
                 held_back.push((l.key.clone(), format!("retry {} of {} in {:.1} s ({why})", l.row.retries, l.row.spec.max_retries, (t - now) as f64 / 1e6)));
                 continue;
@@ -565,6 +595,7 @@ impl Loop {
                 enqueued_at_ms: l.row.enqueued_at_us / 1000,
             });
         }
+        self.next_retry = next_retry;
         let snapshot = Snapshot { now_ms, config: &self.state.compiled, nodes: &self.state.nodes, running: &running, pending: &offered };
         let t_engine = Instant::now();
         let plan = engine::schedule(&snapshot);
@@ -652,6 +683,9 @@ impl Loop {
                 live.row.state = JobState::Running;
                 live.row.started_at_us = Some(now);
                 live.row.handle = Some(handle);
+                if let Some(d) = deadline_of(&live.row) {
+                    self.next_deadline = Some(self.next_deadline.map_or(d, |n| n.min(d)));
+                }
                 let msg = format!("started on {}", live.row.node.as_deref().unwrap_or("?"));
                 batch.events.push(job_event(now, "started", live, msg));
                 batch.touch(key);
@@ -698,6 +732,7 @@ impl Loop {
         if batch.touched.is_empty() && batch.events.is_empty() && batch.replies.is_empty() {
             return;
         }
+        self.usage_dirty |= !batch.touched.is_empty();
         let mut result = Ok(());
         for attempt in 0..5u32 {
             let rows: Vec<(&JobRow, bool)> =
@@ -732,10 +767,19 @@ impl Loop {
     /// Writes resource-history samples when usage changed (at most once a second) and
     /// every sample interval while anything is in use; prunes old ones hourly.
     async fn sample(&mut self, now: i64) {
+        if let Some((at, last)) = &self.last_sample {
+            let periodic_due = last.values().any(|u| *u > 0) && at.elapsed() >= self.settings.sample_interval;
+            if !self.usage_dirty && !periodic_due {
+                return;
+            }
+        }
         let usage = usage(&self.state);
         let since = self.last_sample.as_ref().map(|(t, _)| t.elapsed());
         let changed = self.last_sample.as_ref().is_none_or(|(_, last)| *last != usage);
         let busy = usage.values().any(|u| *u > 0);
+        if !changed {
+            self.usage_dirty = false;
+        }
         let due = match since {
             None => true,
             Some(s) => (changed && s >= Duration::from_secs(1)) || (busy && s >= self.settings.sample_interval),
@@ -759,6 +803,7 @@ impl Loop {
             return;
         }
         self.last_sample = Some((Instant::now(), usage));
+        self.usage_dirty = false;
         if self.last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             self.last_prune = Some(Instant::now());
             let before = now - self.settings.history_retention.as_micros() as i64;
@@ -767,6 +812,12 @@ impl Loop {
             }
         }
     }
+}
+
+/// When a running job passes its timeout (µs), if it has one.
+fn deadline_of(row: &JobRow) -> Option<i64> {
+    let started = row.started_at_us?;
+    (row.spec.timeout_s > 0).then(|| started.saturating_add((row.spec.timeout_s as i64).saturating_mul(1_000_000)))
 }
 
 /// Used amount per (queue, flavor, resource), in milli-units, over holding jobs.
