@@ -121,6 +121,8 @@ pub struct Loop {
     usage_dirty: bool,
     /// Some pending job may be routed under an older config version.
     reroute_needed: bool,
+    /// Highest use per cell since the last sample was written.
+    peak: UsageCells,
     /// Earliest time a running job may pass its timeout (µs); the tick scans only then.
     next_deadline: Option<i64>,
     /// Earliest end of a retry backoff (µs).
@@ -193,6 +195,7 @@ impl Loop {
             flush_at: None,
             usage_dirty: true,
             reroute_needed: true,
+            peak: UsageCells::new(),
             // Scan once at the first tick: recovered jobs may have timeouts and retries.
             next_deadline: Some(0),
             next_retry: Some(0),
@@ -773,7 +776,14 @@ impl Loop {
                 return;
             }
         }
-        let usage = usage(&self.state);
+        // What is written is the peak since the last sample, so a change that lasts less
+        // than the 1 s between samples still shows.
+        let now_usage = usage(&self.state);
+        let mut usage = std::mem::take(&mut self.peak);
+        for (cell, used) in &now_usage {
+            let peak = usage.entry(cell.clone()).or_insert(0);
+            *peak = (*peak).max(*used);
+        }
         let since = self.last_sample.as_ref().map(|(t, _)| t.elapsed());
         let changed = self.last_sample.as_ref().is_none_or(|(_, last)| *last != usage);
         let busy = usage.values().any(|u| *u > 0);
@@ -785,6 +795,7 @@ impl Loop {
             Some(s) => (changed && s >= Duration::from_secs(1)) || (busy && s >= self.settings.sample_interval),
         };
         if !due {
+            self.peak = usage;
             return;
         }
         let cells = self.state.compiled.quota_cells();
@@ -800,9 +811,11 @@ impl Loop {
             .collect();
         if let Err(e) = self.store.insert_samples(now, &samples).await {
             tracing::warn!(error = %e, "cannot write resource history");
+            self.peak = usage;
             return;
         }
         self.last_sample = Some((Instant::now(), usage));
+        self.peak = now_usage;
         self.usage_dirty = false;
         if self.last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             self.last_prune = Some(Instant::now());

@@ -430,13 +430,15 @@ impl JobStore {
         }
         let rows = query.fetch_all(&self.db.pool).await?;
         let step = q.step_us.max(1);
-        // (series, bucket) → last sample; BTreeMap keeps output ordered by series then time.
+        // (series, bucket) → the bucket's peak use, with its last time and nominal (a peak
+        // shorter than the step still shows); BTreeMap orders by series, then time.
         type Series = (String, String, String, i64);
         let mut buckets: BTreeMap<Series, (i64, i64, Option<i64>)> = BTreeMap::new();
         for row in &rows {
             let at: i64 = row.try_get(0)?;
             let key = (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, (at - q.since_us) / step);
-            buckets.insert(key, (at, row.try_get(4)?, row.try_get(5)?));
+            let (used, nominal): (i64, Option<i64>) = (row.try_get(4)?, row.try_get(5)?);
+            buckets.entry(key).and_modify(|b| *b = (at, b.1.max(used), nominal)).or_insert((at, used, nominal));
         }
         Ok(buckets
             .into_iter()
