@@ -110,3 +110,28 @@ export async function applyConfig(url, yaml, { user = 'alice', message } = {}) {
   if (!r.ok) throw new Error(`apply failed: ${JSON.stringify(body)}`);
   return body;
 }
+
+/** Saves NAME-1366.png and NAME-390.png of the page as it is, resizing in between. */
+export async function screenshotBoth(page, name) {
+  const original = page.viewportSize();
+  for (const size of [SIZES.desktop, SIZES.phone]) {
+    await page.setViewportSize(size);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.waitForTimeout(150);
+    await screenshot(page, name);
+  }
+  await page.setViewportSize(original);
+}
+
+/** GET a JSON document of the REST API. */
+export async function getJson(url, path) {
+  const r = await fetch(url + path);
+  const body = await r.json();
+  if (!r.ok) throw new Error(`GET ${path} failed: ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** A version record (`active` for the active one). */
+export async function getVersion(url, version = 'active') {
+  return getJson(url, version === 'active' ? '/api/v1/scheduler/config' : `/api/v1/scheduler/config/versions/${version}`);
+}
