@@ -1,6 +1,8 @@
 // What live validation costs in the browser: the wasm validator timed on the seed example and
 // on a generated 200-queue config, and one keystroke in the 200-queue form from the input
 // event to the updated problem summary. Figures go to screenshots/bench.json and the log.
+// The 5 ms target is asserted against the optimized wasm (run it on `make release`'s site:
+// BERTH_SITE_ROOT=$CARGO_TARGET_DIR/release-site); a debug build only reports its figures.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -31,6 +33,7 @@ test('live validation: under 5 ms for 200 queues, measured in the browser', asyn
     const wasm = await import('/pkg/berth.js');
     return Array.from(wasm.berthValidateTiming(text, n));
   }, [text, n]);
+  const optimized = await page.evaluate(async () => (await import('/pkg/berth.js')).berthOptimized());
   const [seedValidate, seedBoth, seedProblems] = await timing(SEED, 200);
   const [bigValidate, bigBoth, bigProblems] = await timing(big, 30);
 
@@ -52,6 +55,7 @@ test('live validation: under 5 ms for 200 queues, measured in the browser', asyn
     return times;
   });
   const figures = {
+    build: optimized ? 'release' : 'debug (not representative: build with `make release`)',
     seed: { validate_ms: seedValidate, parse_and_validate_ms: seedBoth, problems: seedProblems },
     queues_200: { bytes: big.length, validate_ms: bigValidate, parse_and_validate_ms: bigBoth, problems: bigProblems },
     keystroke_200_queues_ms: keystroke,
@@ -60,6 +64,7 @@ test('live validation: under 5 ms for 200 queues, measured in the browser', asyn
   writeFileSync(SCREENSHOTS + 'bench.json', JSON.stringify(figures, null, 2) + '\n');
   console.log('# live validation', JSON.stringify(figures));
   assert.equal(bigProblems, 0, 'the generated config is valid');
-  assert.ok(bigValidate < 5, `validating 200 queues took ${bigValidate.toFixed(2)} ms`);
+  // The target holds for what users run: the optimized build. A debug build only reports.
+  if (optimized) assert.ok(bigValidate < 5, `validating 200 queues took ${bigValidate.toFixed(2)} ms`);
   assert.deepEqual(page.errors, []);
 });

@@ -67,6 +67,12 @@ async function applyInUi(message, author = 'carol') {
 
 const summary = () => page.textContent('[data-testid=problem-summary]');
 
+/** Picks an option as a person does: the select gets the focus first (it fills its list then). */
+async function choose(select, value) {
+  await page.focus(select);
+  await page.selectOption(select, value);
+}
+
 test('adding a flavor and a queue quota that references it', async () => {
   await openEditor();
   await page.click('[data-testid=add-flavor]');
@@ -82,7 +88,7 @@ test('adding a flavor and a queue quota that references it', async () => {
   // Queue `default`, group 1: a second flavor, spot, with 8 GPUs and no CPUs (blocked).
   await page.locator('[data-testid=queue]').first().locator('[data-testid=add-quota]').click();
   const row = '#f-resource_queues-0-resource_groups-0-flavors-1';
-  await page.selectOption(`${row}-name`, 'spot');
+  await choose(`${row}-name`, 'spot');
   await page.fill(`${row}-quota-gpu`, '8');
   await page.fill(`${row}-quota-cpu`, '0');
   assert.match(await summary(), /No problems/);
@@ -118,7 +124,7 @@ test('a rule targeting a deleted queue is an error at once, gone when fixed, wit
   assert.ok(await page.isDisabled('[data-testid=review-apply]'), 'Apply is disabled while errors remain');
   await screenshotBoth(page, 'editor-error');
 
-  await page.selectOption('#f-scheduling_rules-0-resource_queue', 'default');
+  await choose('#f-scheduling_rules-0-resource_queue', 'default');
   await page.waitForFunction((sel) => document.querySelector(sel).children.length === 0, problems);
   assert.doesNotMatch(await summary(), /[1-9]\d* errors?/);
   assert.ok(!(await page.isDisabled('[data-testid=review-apply]')));
@@ -134,12 +140,12 @@ test('a rule targeting a deleted queue is an error at once, gone when fixed, wit
 test('apply with a message creates a version shown in the history', async () => {
   await openEditor();
   await page.fill('#f-resource_queues-0-name', 'batch');
-  await page.selectOption('#f-scheduling_rules-0-resource_queue', 'batch');
+  await choose('#f-scheduling_rules-0-resource_queue', 'batch');
   await page.click('[data-testid=review-apply]');
   await page.waitForSelector('[data-testid=review] [data-testid=changes]');
   assert.match(await page.textContent('[data-testid=review] [data-section=queues]'), /batch/);
   assert.match(await page.textContent('[data-testid=review] [data-testid=sbs-diff]'), /name: batch/);
-  await screenshotBoth(page, 'review');
+  await screenshotBoth(page, 'review', { fullPage: false });
   await page.fill('#apply-message', 'rename default to batch');
   await page.fill('#apply-author', 'dana');
   await page.click('[data-testid=confirm-apply]');

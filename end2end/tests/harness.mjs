@@ -91,11 +91,11 @@ export async function hydrated(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 20_000 });
 }
 
-/** Saves a full-page screenshot as screenshots/NAME-WIDTH.png. */
-export async function screenshot(page, name) {
+/** Saves a screenshot (full page unless `fullPage: false`) as screenshots/NAME-WIDTH.png. */
+export async function screenshot(page, name, { fullPage = true } = {}) {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const { width } = page.viewportSize();
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage });
 }
 
 /** Applies a config through the REST API as `user`. */
@@ -112,13 +112,13 @@ export async function applyConfig(url, yaml, { user = 'alice', message } = {}) {
 }
 
 /** Saves NAME-1366.png and NAME-390.png of the page as it is, resizing in between. */
-export async function screenshotBoth(page, name) {
+export async function screenshotBoth(page, name, options) {
   const original = page.viewportSize();
   for (const size of [SIZES.desktop, SIZES.phone]) {
     await page.setViewportSize(size);
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.waitForTimeout(150);
-    await screenshot(page, name);
+    await screenshot(page, name, options);
   }
   await page.setViewportSize(original);
 }

@@ -31,3 +31,9 @@ pub fn validate_timing(text: &str, iterations: u32) -> Result<Vec<f64>, JsValue>
     let both_ms = (clock.now() - start) / f64::from(n);
     Ok(vec![validate_ms, both_ms, problems as f64])
 }
+
+/// Whether this wasm is an optimized build (timings of a debug build say little).
+#[wasm_bindgen(js_name = berthOptimized)]
+pub fn optimized() -> bool {
+    !cfg!(debug_assertions)
+}

@@ -40,7 +40,11 @@ pub fn StructuralChanges(changes: Vec<Change>) -> impl IntoView {
                 let count = items.len();
                 let rows = items.into_iter().map(|c| {
                     let kind = kind_name(c.kind);
+                    // Whole items (an added queue) are better read in the YAML below.
+                    let whole_item = matches!(c.kind, ChangeKind::Added | ChangeKind::Removed)
+                        && [c.old.as_ref(), c.new.as_ref()].into_iter().flatten().any(Value::is_object);
                     let values = match c.kind {
+                        _ if whole_item => ().into_any(),
                         ChangeKind::Added => view! { <span class="val new">{short(c.new.as_ref())}</span> }.into_any(),
                         ChangeKind::Removed => view! { <span class="val old">{short(c.old.as_ref())}</span> }.into_any(),
                         _ => view! {
@@ -79,9 +83,14 @@ fn kind_name(kind: ChangeKind) -> &'static str {
     }
 }
 
+/// A value as JSON, except that whole numbers read as in the YAML (`64`, not `64.0`).
 fn full(v: Option<&Value>) -> String {
     match v {
         None | Some(Value::Null) => "(none)".into(),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if n.is_f64() => x.to_string(),
+            _ => n.to_string(),
+        },
         Some(v) => v.to_string(),
     }
 }
@@ -167,7 +176,7 @@ pub fn SideBySide(old_yaml: String, new_yaml: String, old_label: String, new_lab
             <td class="ln">{n}</td>
             <td class=if changed { format!("code {class}") } else { "code".to_string() }>{text}</td>
         }.into_any(),
-        None => view! { <td class="ln"></td><td class="code empty"></td> }.into_any(),
+        None => view! { <td class="ln empty"></td><td class="code empty"></td> }.into_any(),
     };
     let body = rows(&old_yaml, &new_yaml).into_iter().map(|row| match row {
         Row::Pair { old, new, changed } => view! {
@@ -178,6 +187,9 @@ pub fn SideBySide(old_yaml: String, new_yaml: String, old_label: String, new_lab
         }.into_any(),
     }).collect_view();
     view! {
+        <p class="sbs-legend">
+            <span class="val old">{format!("− {old_label}")}</span>" "<span class="val new">{format!("+ {new_label}")}</span>
+        </p>
         <div class="sbs-wrap">
             <table class="sbs" data-testid="sbs-diff">
                 <colgroup><col class="ln-col"/><col/><col class="ln-col"/><col/></colgroup>
@@ -191,6 +203,14 @@ pub fn SideBySide(old_yaml: String, new_yaml: String, old_label: String, new_lab
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_numbers_read_as_in_yaml() {
+        assert_eq!(full(Some(&serde_json::json!(64.0))), "64");
+        assert_eq!(full(Some(&serde_json::json!(0.5))), "0.5");
+        assert_eq!(full(Some(&serde_json::json!("spot"))), "\"spot\"");
+        assert_eq!(full(None), "(none)");
+    }
 
     #[test]
     fn edited_lines_pair_up_and_far_context_folds() {

@@ -178,6 +178,10 @@ where
 }
 
 /// A select bound to a string of the config; `options` are (value, text) pairs.
+///
+/// Until the select is first focused it holds only the selected option: a rule's queue
+/// select may offer hundreds of queues, and hundreds of rules would make that a DOM of
+/// tens of thousands of options that every rename has to update.
 #[component]
 pub fn SelectField(
     label: String,
@@ -190,18 +194,28 @@ pub fn SelectField(
     let id = field_id(&path);
     let described = format!("{id}-problems");
     let invalid_path = path.clone();
+    let expanded = RwSignal::new(false);
+    let shown = Memo::new(move |_| match expanded.get() {
+        true => options.get(),
+        false => value.with(|cur| options.with(|o| o.iter().filter(|(v, _)| v == cur).cloned().collect())),
+    });
+    let expand = move || {
+        if !expanded.get_untracked() {
+            expanded.set(true);
+        }
+    };
     view! {
         <div class="field">
             <label for=id.clone()>{label}</label>
             <select id=id data-path=path.clone() aria-describedby=described.clone()
                 aria-invalid=move || has_error(scope, &invalid_path).to_string()
                 prop:value=move || value.get()
+                on:focus=move |_| expand() on:pointerdown=move |_| expand()
                 on:change=move |ev| on_change.run(event_target_value(&ev))>
                 // `selected` is set once, when an option is created: a new option for the
-                // current value (its text changed) takes the selection over; later changes of
-                // the value go through `prop:value`. No per-option subscription: a rule's
-                // queue select may have hundreds of options.
-                <For each=move || options.get() key=|o| o.clone() children=move |(v, text)| {
+                // current value (its text changed) takes the selection over; later changes
+                // of the value go through `prop:value`.
+                <For each=move || shown.get() key=|o| o.clone() children=move |(v, text)| {
                     let selected = value.with_untracked(|cur| *cur == v);
                     view! { <option value=v selected=selected>{text}</option> }
                 }/>
