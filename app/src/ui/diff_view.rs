@@ -20,7 +20,7 @@ pub fn DiffView(diff: ConfigDiff, old_yaml: String, new_yaml: String, old_label:
     }
     view! {
         <StructuralChanges changes=diff.changes/>
-        <h3 class="diff-title">"Canonical YAML, side by side"</h3>
+        <h3 class="diff-title">"Canonical YAML"</h3>
         <SideBySide old_yaml new_yaml old_label new_label/>
     }
     .into_any()

@@ -47,18 +47,42 @@ impl ProblemIndex {
 /// The problems of one item, provided as context by its card: its fields subscribe to this
 /// instead of the whole index, so a keystroke wakes the fields of one item, not of all.
 #[derive(Clone, Copy)]
-pub struct ProblemScope(pub Memo<ProblemIndex>);
+pub struct ProblemScope(pub ReadSignal<ProblemIndex>);
 
 impl ProblemScope {
     /// Provides the scope of `item` to the component being built.
     pub fn provide(draft: Draft, item: String) {
-        provide_context(ProblemScope(Memo::new(move |_| draft.problems.with(|ix| ix.scope(&item)))));
+        provide_context(ProblemScope(slice(draft.problems, move |ix| ix.scope(&item))));
     }
 
     /// The nearest scope, or the whole index outside any item.
-    pub fn current(draft: Draft) -> Memo<ProblemIndex> {
-        use_context::<ProblemScope>().map_or(draft.problems, |s| s.0)
+    pub fn current(draft: Draft) -> Signal<ProblemIndex> {
+        use_context::<ProblemScope>().map_or(draft.problems.into(), |s| s.0.into())
     }
+}
+
+/// The part `f` of `source`, as a signal that is set only when that part changes.
+///
+/// A `Memo` would do the same work, but a memo wakes every effect below it to re-check on
+/// each change of its source; with a hundred fields per queue and hundreds of queues, one
+/// keystroke would then poll tens of thousands of effects. Here only this one effect runs
+/// and the fields of the one item that changed.
+pub fn slice<S, T>(
+    source: impl With<Value = S> + WithUntracked<Value = S> + Copy + Send + Sync + 'static,
+    f: impl Fn(&S) -> T + Send + Sync + 'static,
+) -> ReadSignal<T>
+where
+    S: 'static,
+    T: Clone + PartialEq + Send + Sync + 'static,
+{
+    let part = RwSignal::new(source.with_untracked(&f));
+    Effect::new(move |_| {
+        let now = source.with(&f);
+        if part.with_untracked(|old| *old != now) {
+            part.set(now);
+        }
+    });
+    part.read_only()
 }
 
 /// The editor's state, shared as context by every field (all parts are `Copy` signals).

@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 
 use super::draft::{Draft, ListOp, ProblemIndex, ProblemScope};
+
 use crate::config::Severity;
 
 /// The DOM id of the input for `path`, e.g. `f-resource_queues-0-name`.
@@ -54,7 +55,7 @@ pub fn FieldProblems(#[prop(into)] path: Signal<String>, id: String) -> impl Int
 }
 
 /// Whether the validator has an error at `path` (for `aria-invalid`).
-fn has_error(scope: Memo<ProblemIndex>, path: &str) -> bool {
+fn has_error(scope: Signal<ProblemIndex>, path: &str) -> bool {
     scope.with(|ix| ix.at(path).iter().any(|p| p.is_error()))
 }
 

@@ -2,7 +2,7 @@
 
 use leptos::prelude::*;
 
-use super::draft::{ProblemScope, flavors_mut, unique_name, Draft, ListOp};
+use super::draft::{slice, ProblemScope, flavors_mut, unique_name, Draft, ListOp};
 use super::fields::{focus_later, Codec, FieldProblems, ItemActions, ParsedField, TextField};
 use super::selector::SelectorEditor;
 use crate::config::ResourceFlavor;
@@ -56,7 +56,7 @@ pub fn FlavorsSection() -> impl IntoView {
 fn FlavorCard(i: usize, len: Memo<usize>) -> impl IntoView {
     let draft = expect_context::<Draft>();
     ProblemScope::provide(draft, format!("resource_flavors[{i}]"));
-    let flavor = Memo::new(move |_| draft.config.with(|c| c.flavors().get(i).cloned()));
+    let flavor = slice(draft.config, move |c| c.flavors().get(i).cloned());
     let path = format!("resource_flavors[{i}]");
     let name = Signal::derive(move || flavor.with(|f| f.as_ref().map(|f| f.name.clone()).unwrap_or_default()));
     let selector = Signal::derive(move || flavor.with(|f| f.as_ref().and_then(|f| f.selector.clone()).unwrap_or_default()));

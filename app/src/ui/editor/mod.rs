@@ -221,8 +221,8 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
                     let v = v.clone();
                     view! {
                         <p class="meta" data-testid="active-meta">
-                            "Active: " <span class="badge active">{format!("version {}", v.version)}</span>
-                            " applied " <LocalTime at=v.created_at/> " by " <strong>{v.creator_id}</strong>
+                            "Draft of " <span class="badge active">{format!("version {}", v.version)}</span>
+                            " (active when loaded), applied " <LocalTime at=v.created_at/> " by " <strong>{v.creator_id}</strong>
                             {v.message.map(|m| view! { " — " <em>{m}</em> })}
                         </p>
                     }
@@ -325,8 +325,9 @@ fn ProblemSummary() -> impl IntoView {
             {move || match (ed.blocking(), warnings()) {
                 (0, 0) => view! { <span class="badge ok">"No problems"</span> }.into_any(),
                 (e, w) => view! {
-                    <span class="badge error">{format!("{e} error{}", if e == 1 { "" } else { "s" })}</span>
-                    <span class="badge warning">{format!("{w} warning{}", if w == 1 { "" } else { "s" })}</span>
+                    {(e > 0).then(|| view! { <span class="badge error">{format!("{e} error{}", if e == 1 { "" } else { "s" })}</span> })}
+                    {(e == 0).then(|| view! { <span class="badge ok">"No errors"</span> })}
+                    {(w > 0).then(|| view! { <span class="badge warning">{format!("{w} warning{}", if w == 1 { "" } else { "s" })}</span> })}
                 }.into_any(),
             }}
         </p>

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::draft::{ProblemScope, flavor_quota_mut, group_mut, name_options, queues_mut, unique_name, Draft, ListOp};
+use super::draft::{slice, ProblemScope, flavor_quota_mut, group_mut, name_options, queues_mut, unique_name, Draft, ListOp};
 use super::fields::{codec, focus_later, FieldProblems, ItemActions, ParsedField, SelectField, TextField};
 use crate::config::{
     FlavorQuota, PreemptionPolicy, ResourceGroup, ResourceQueue, ResourceQuotaSpec, WithinQueuePreemption,
@@ -46,7 +46,7 @@ fn preemption_text(p: Option<WithinQueuePreemption>) -> &'static str {
 fn QueueCard(i: usize, len: Memo<usize>) -> impl IntoView {
     let draft = expect_context::<Draft>();
     ProblemScope::provide(draft, format!("resource_queues[{i}]"));
-    let queue = Memo::new(move |_| draft.config.with(|c| c.queues().get(i).cloned()));
+    let queue = slice(draft.config, move |c| c.queues().get(i).cloned());
     let path = format!("resource_queues[{i}]");
     let name = Signal::derive(move || queue.with(|q| q.as_ref().map(|q| q.name.clone()).unwrap_or_default()));
     let preemption = Signal::derive(move || {
@@ -110,18 +110,18 @@ fn QueueCard(i: usize, len: Memo<usize>) -> impl IntoView {
                     options=preemption_options value=preemption on_change=set_preemption/>
             </div>
             <FieldProblems path=format!("{path}.cohort_name") id=format!("f-{i}-cohort-problems")/>
-            <For each=move || 0..groups.get() key=|g| *g children=move |g| view! { <GroupEditor q=i g groups/> }/>
+            <For each=move || 0..groups.get() key=|g| *g children=move |g| view! { <GroupEditor q=i g queue/> }/>
             <button type="button" class="small" data-testid="add-group" on:click=add_group>"+ Resource group"</button>
         </article>
     }
 }
 
 #[component]
-fn GroupEditor(q: usize, g: usize, groups: Memo<usize>) -> impl IntoView {
+fn GroupEditor(q: usize, g: usize, queue: ReadSignal<Option<ResourceQueue>>) -> impl IntoView {
     let draft = expect_context::<Draft>();
-    let group = Memo::new(move |_| {
-        draft.config.with(|c| c.queues().get(q).and_then(|q| q.resource_groups.as_ref()?.get(g).cloned()))
-    });
+    // Derived from the queue's memo, not the whole config: a keystroke elsewhere wakes one
+    // memo per item, not one per group and quota row.
+    let group = Memo::new(move |_| queue.with(|x| x.as_ref()?.resource_groups.as_ref()?.get(g).cloned()));
     let path = format!("resource_queues[{q}].resource_groups[{g}]");
     let covered = Memo::new(move |_| group.with(|gr| gr.as_ref().map(|gr| gr.covered_resources.clone()).unwrap_or_default()));
     let rows = Memo::new(move |_| group.with(|gr| gr.as_ref().map_or(0, |gr| gr.flavors.len())));
@@ -153,7 +153,6 @@ fn GroupEditor(q: usize, g: usize, groups: Memo<usize>) -> impl IntoView {
             }
         })
     };
-    let _ = groups;
     let label = format!("Resource group {} of queue {}", g + 1, q + 1);
     view! {
         <fieldset class="group" data-testid="group">
@@ -166,7 +165,7 @@ fn GroupEditor(q: usize, g: usize, groups: Memo<usize>) -> impl IntoView {
             <FieldProblems path=format!("{path}.flavors") id=format!("f-{q}-{g}-flavors-problems")/>
             <p class="subhead">"Flavors, in order of preference"</p>
             <ol class="quota-rows">
-                <For each=move || 0..rows.get() key=|f| *f children=move |f| view! { <QuotaRow q g f rows covered/> }/>
+                <For each=move || 0..rows.get() key=|f| *f children=move |f| view! { <QuotaRow q g f rows covered group/> }/>
             </ol>
             <div class="row-buttons">
                 <button type="button" class="small" data-testid="add-quota" on:click=add_flavor>"+ Flavor"</button>
@@ -178,11 +177,16 @@ fn GroupEditor(q: usize, g: usize, groups: Memo<usize>) -> impl IntoView {
 
 /// One flavor of a group: which flavor, then a quota for every covered resource.
 #[component]
-fn QuotaRow(q: usize, g: usize, f: usize, rows: Memo<usize>, covered: Memo<Vec<String>>) -> impl IntoView {
+fn QuotaRow(
+    q: usize,
+    g: usize,
+    f: usize,
+    rows: Memo<usize>,
+    covered: Memo<Vec<String>>,
+    group: Memo<Option<ResourceGroup>>,
+) -> impl IntoView {
     let draft = expect_context::<Draft>();
-    let fq = Memo::new(move |_| {
-        draft.config.with(|c| c.queues().get(q).and_then(|q| q.resource_groups.as_ref()?.get(g)?.flavors.get(f).cloned()))
-    });
+    let fq = Memo::new(move |_| group.with(|x| x.as_ref()?.flavors.get(f).cloned()));
     let path = format!("resource_queues[{q}].resource_groups[{g}].flavors[{f}]");
     let name = Signal::derive(move || fq.with(|x| x.as_ref().map(|x| x.name.clone()).unwrap_or_default()));
     let options = Memo::new(move |_| draft.flavor_names.with(|names| name_options(names, &name.get(), "choose a flavor")));

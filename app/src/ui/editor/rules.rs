@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use super::draft::{ProblemScope, name_options, rules_mut, Draft, ListOp, SelectorEdit};
+use super::draft::{slice, ProblemScope, name_options, rules_mut, Draft, ListOp, SelectorEdit};
 use super::fields::{codec, focus_later, FieldProblems, ItemActions, ParsedField, SelectField};
 use super::selector::SelectorEditor;
 use crate::config::{OnViolation, PriorityPolicy, SchedulingRule};
@@ -48,7 +48,7 @@ fn violation_text(v: Option<OnViolation>) -> &'static str {
 fn RuleCard(i: usize, len: Memo<usize>) -> impl IntoView {
     let draft = expect_context::<Draft>();
     ProblemScope::provide(draft, format!("scheduling_rules[{i}]"));
-    let rule = Memo::new(move |_| draft.config.with(|c| c.rules().get(i).cloned()));
+    let rule = slice(draft.config, move |c| c.rules().get(i).cloned());
     let path = format!("scheduling_rules[{i}]");
     let queue = Signal::derive(move || rule.with(|r| r.as_ref().map(|r| r.resource_queue.clone()).unwrap_or_default()));
     let queue_options = Memo::new(move |_| draft.queue_names.with(|names| name_options(names, &queue.get(), "choose a queue")));
