@@ -60,4 +60,10 @@ release: deps-run
 	wasm-bindgen --target web --out-dir $(TARGET)/release-site/pkg --out-name berth $(TARGET)/wasm32-unknown-unknown/release/berth_frontend.wasm
 	cp style/main.css $(TARGET)/release-site/pkg/berth.css
 	cargo build -p berth-server --bin berth --profile server-release
-	@w=$(TARGET)/release-site/pkg/berth_bg.wasm; echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip"
+	@w=$(TARGET)/release-site/pkg/berth_bg.wasm; echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip (wasm-bindgen output)"; \
+	opt=$$(command -v wasm-opt || ls $(HOME)/.cache/berth-tools/node_modules/.bin/wasm-opt 2>/dev/null || true); \
+	ver=$$($${opt:-false} --version 2>/dev/null | grep -o 'version [0-9]*' | grep -o '[0-9]*' || echo 0); \
+	if [ "$$ver" -ge 116 ]; then \
+	  $$opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int $$w -o $$w && \
+	  echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip (after wasm-opt $$ver)"; \
+	else echo "wasm-opt >= 116 not found (npm install --prefix ~/.cache/berth-tools binaryen@132), size not optimized"; fi

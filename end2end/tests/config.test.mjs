@@ -1,5 +1,5 @@
 // The first dashboard pages: active config, version history, one version with its diff, and
-// live validation running in the browser (wasm) with no request to the server.
+// live validation of the YAML tab running in the browser (wasm) with no request to the server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, startBrowser, hydrated, screenshot, applyConfig, SIZES } from './harness.mjs';
@@ -47,8 +47,8 @@ test('fresh install shows version 1 and the history lists applied versions with 
   await page.goto(server.url + '/');
   await hydrated(page);
   assert.match(await page.textContent('[data-testid=active-meta]'), /version 1/);
-  assert.match(await page.textContent('[data-testid=active-yaml]'), /name: default/);
-  await screenshot(page, 'config');
+  await page.click('#tab-yaml');
+  assert.match(await page.inputValue('#draft'), /name: default/);
 
   await applyConfig(server.url, GPU_CONFIG, { user: 'alice', message: 'add research queue' });
   await page.goto(server.url + '/config/versions');
@@ -67,11 +67,10 @@ test('fresh install shows version 1 and the history lists applied versions with 
   const shown = await time.textContent();
   const tokyo = new Date(utc.getTime() + 9 * 3600_000).toISOString().slice(0, 16).replace('T', ' ');
   assert.ok(shown.startsWith(tokyo), `shown ${shown}, expected Tokyo time ${tokyo}`);
-  await screenshot(page, 'history');
 
   await rows.nth(0).locator('a').first().click();
-  await page.waitForSelector('[data-testid=unified-diff]');
-  assert.match(await page.textContent('[data-testid=unified-diff]'), /\+\s+- name: research/);
+  await page.waitForSelector('[data-testid=sbs-diff]');
+  assert.match((await page.locator('[data-testid=sbs-diff] td.ins').allTextContents()).join('\n'), /- name: research/);
   assert.match(await page.textContent('[data-testid=changes]'), /research/);
   await screenshot(page, 'version');
   assert.deepEqual(page.outside, []);
@@ -83,6 +82,7 @@ test('the draft is validated live in the browser, without a request', async () =
     const page = await chrome.newPage(size);
     await page.goto(server.url + '/config');
     await hydrated(page);
+    await page.click('#tab-yaml');
     const summary = page.locator('[data-testid=problem-summary]');
     assert.doesNotMatch(await summary.textContent(), /[1-9]\d* errors?/);
 

@@ -29,7 +29,7 @@ export async function startServer() {
   const dir = mkdtempSync(join(tmpdir(), 'berth-e2e-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', `sqlite://${dir}/berth.db`], {
+  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', `sqlite://${dir}/berth.db`, '--data-dir', `${dir}/data`], {
     env: { ...process.env, RUST_LOG: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -91,11 +91,11 @@ export async function hydrated(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 20_000 });
 }
 
-/** Saves a full-page screenshot as screenshots/NAME-WIDTH.png. */
-export async function screenshot(page, name) {
+/** Saves a screenshot (full page unless `fullPage: false`) as screenshots/NAME-WIDTH.png. */
+export async function screenshot(page, name, { fullPage = true } = {}) {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const { width } = page.viewportSize();
-  await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage });
 }
 
 /** Applies a config through the REST API as `user`. */
@@ -109,4 +109,29 @@ export async function applyConfig(url, yaml, { user = 'alice', message } = {}) {
   const body = await r.json();
   if (!r.ok) throw new Error(`apply failed: ${JSON.stringify(body)}`);
   return body;
+}
+
+/** Saves NAME-1366.png and NAME-390.png of the page as it is, resizing in between. */
+export async function screenshotBoth(page, name, options) {
+  const original = page.viewportSize();
+  for (const size of [SIZES.desktop, SIZES.phone]) {
+    await page.setViewportSize(size);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.waitForTimeout(150);
+    await screenshot(page, name, options);
+  }
+  await page.setViewportSize(original);
+}
+
+/** GET a JSON document of the REST API. */
+export async function getJson(url, path) {
+  const r = await fetch(url + path);
+  const body = await r.json();
+  if (!r.ok) throw new Error(`GET ${path} failed: ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** A version record (`active` for the active one). */
+export async function getVersion(url, version = 'active') {
+  return getJson(url, version === 'active' ? '/api/v1/scheduler/config' : `/api/v1/scheduler/config/versions/${version}`);
 }

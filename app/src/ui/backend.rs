@@ -6,6 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use super::server_fns::{ApplyInput, ApplyOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
 
@@ -20,6 +21,10 @@ pub trait Backend: Send + Sync + 'static {
     fn versions(&self, cursor: Option<String>, max_items: i64) -> BoxFuture<'_, Result<VersionPage, String>>;
     /// Diff between two versions (defaults as in the service).
     fn diff(&self, from: Option<i64>, to: Option<i64>) -> BoxFuture<'_, Result<ConfigDiff, String>>;
+    /// Applies a config given as YAML; a stale base or an invalid config is an outcome.
+    fn apply(&self, yaml: String, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>>;
+    /// Applies a copy of `version` as a new version.
+    fn rollback(&self, version: i64, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>>;
 }
 
 /// The backend as provided in context.

@@ -2,7 +2,10 @@
 
 #[cfg(feature = "ssr")]
 pub mod backend;
-mod config_page;
+#[cfg(feature = "hydrate")]
+mod bench;
+mod diff_view;
+mod editor;
 pub mod server_fns;
 mod versions;
 mod widgets;
@@ -12,8 +15,8 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
-use config_page::ConfigPage;
-use versions::{VersionPage, VersionsPage};
+use editor::ConfigPage;
+use versions::{DiffPage, VersionPage, VersionsPage};
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -53,6 +56,7 @@ pub fn App() -> impl IntoView {
                 <nav class="mainnav" aria-label="Main">
                     <A href="/config" exact=true>"Config"</A>
                     <A href="/config/versions">"History"</A>
+                    <A href="/config/diff">"Compare"</A>
                 </nav>
             </header>
             <main class="page">
@@ -61,6 +65,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/config") view=ConfigPage/>
                     <Route path=path!("/config/versions") view=VersionsPage/>
                     <Route path=path!("/config/versions/:version") view=VersionPage/>
+                    <Route path=path!("/config/diff") view=DiffPage/>
                 </Routes>
             </main>
         </Router>

@@ -1,0 +1,284 @@
+//! The `resource_queues` section: preemption, resource groups (covered resources, flavors in
+//! order of preference, a nominal quota per flavor and covered resource).
+
+use leptos::prelude::*;
+
+use super::draft::{slice, ProblemScope, flavor_quota_mut, group_mut, name_options, queues_mut, unique_name, Draft, ListOp};
+use super::fields::{codec, focus_later, FieldProblems, ItemActions, ParsedField, SelectField, TextField};
+use crate::config::{
+    FlavorQuota, PreemptionPolicy, ResourceGroup, ResourceQueue, ResourceQuotaSpec, WithinQueuePreemption,
+};
+
+/// Every queue, in order, with an add button.
+#[component]
+pub fn QueuesSection() -> impl IntoView {
+    let draft = expect_context::<Draft>();
+    let len = Memo::new(move |_| draft.config.with(|c| c.queues().len()));
+    let add = move |_| {
+        let at = len.get_untracked();
+        draft.edit(|c| {
+            let name = unique_name("queue", c.queues().iter().map(|q| q.name.as_str()));
+            queues_mut(c).push(ResourceQueue { name, ..Default::default() });
+        });
+        focus_later(format!("f-resource_queues-{at}-name"));
+    };
+    view! {
+        <section class="card editor-section" aria-labelledby="queues-h">
+            <div class="section-head">
+                <h2 id="queues-h">"Resource queues" <span class="count">{move || len.get()}</span></h2>
+                <p class="hint">"Quotas per flavor and resource. Empty quota = unlimited, 0 = blocked."</p>
+            </div>
+            <For each=move || 0..len.get() key=|i| *i children=move |i| view! { <QueueCard i len/> }/>
+            <button type="button" class="button" data-testid="add-queue" on:click=add>"+ Add queue"</button>
+        </section>
+    }
+}
+
+fn preemption_text(p: Option<WithinQueuePreemption>) -> &'static str {
+    match p {
+        None => "",
+        Some(WithinQueuePreemption::Never) => "never",
+        Some(WithinQueuePreemption::LowerPriority) => "lower_priority",
+    }
+}
+
+#[component]
+fn QueueCard(i: usize, len: Memo<usize>) -> impl IntoView {
+    let draft = expect_context::<Draft>();
+    ProblemScope::provide(draft, format!("resource_queues[{i}]"));
+    let queue = slice(draft.config, move |c| c.queues().get(i).cloned());
+    let path = format!("resource_queues[{i}]");
+    let name = Signal::derive(move || queue.with(|q| q.as_ref().map(|q| q.name.clone()).unwrap_or_default()));
+    let preemption = Signal::derive(move || {
+        queue.with(|q| preemption_text(q.as_ref().and_then(|q| q.preemption.as_ref()?.within_resource_queue)).to_string())
+    });
+    let groups = Memo::new(move |_| queue.with(|q| q.as_ref().and_then(|q| q.resource_groups.as_ref()).map_or(0, Vec::len)));
+    let edit = move |f: Box<dyn FnOnce(&mut ResourceQueue)>| {
+        draft.edit(|c| {
+            if let Some(q) = queues_mut(c).get_mut(i) {
+                f(q)
+            }
+        })
+    };
+    let on_op = Callback::new(move |op: ListOp| {
+        draft.edit(|c| {
+            let list = queues_mut(c);
+            op.apply(list);
+            if let ListOp::Duplicate(i) = op {
+                let copy = unique_name(&format!("{}-copy", list[i].name), list.iter().map(|q| q.name.as_str()));
+                list[i + 1].name = copy;
+            }
+        })
+    });
+    let set_preemption = Callback::new(move |v: String| {
+        let within = match v.as_str() {
+            "never" => Some(WithinQueuePreemption::Never),
+            "lower_priority" => Some(WithinQueuePreemption::LowerPriority),
+            _ => None,
+        };
+        edit(Box::new(move |q| q.preemption.get_or_insert_with(PreemptionPolicy::default).within_resource_queue = within));
+    });
+    let preemption_options = Signal::derive(|| {
+        [("", "not set (never)"), ("never", "never"), ("lower_priority", "lower priority jobs")]
+            .map(|(v, t)| (v.to_string(), t.to_string()))
+            .to_vec()
+    });
+    let add_group = move |_| {
+        let g = groups.get_untracked();
+        draft.edit(|c| {
+            if let Some(q) = queues_mut(c).get_mut(i) {
+                q.resource_groups.get_or_insert_with(Vec::new).push(ResourceGroup {
+                    covered_resources: vec!["cpu".into(), "gpu".into(), "memory_gb".into()],
+                    flavors: Vec::new(),
+                });
+            }
+        });
+        focus_later(format!("f-resource_queues-{i}-resource_groups-{g}-covered_resources"));
+    };
+    let noun = format!("queue {}", i + 1);
+    view! {
+        <article class="item" data-testid="queue" aria-label=noun.clone()>
+            <header class="item-head">
+                <h3><span class="item-index">{i + 1}</span>{move || name.get()}</h3>
+                <ItemActions noun=noun.clone() id_prefix="queue".into() i len on_op/>
+            </header>
+            <FieldProblems path=path.clone() id=format!("f-{i}-queue-problems")/>
+            <div class="field-grid">
+                <TextField label="Name".into() path=format!("{path}.name") value=name placeholder="e.g. research"
+                    on_input=Callback::new(move |v| edit(Box::new(move |q| q.name = v)))/>
+                <SelectField label="Preempt within the queue".into() path=format!("{path}.preemption.within_resource_queue")
+                    options=preemption_options value=preemption on_change=set_preemption/>
+            </div>
+            <FieldProblems path=format!("{path}.cohort_name") id=format!("f-{i}-cohort-problems")/>
+            <For each=move || 0..groups.get() key=|g| *g children=move |g| view! { <GroupEditor q=i g queue/> }/>
+            <button type="button" class="small" data-testid="add-group" on:click=add_group>"+ Resource group"</button>
+        </article>
+    }
+}
+
+#[component]
+fn GroupEditor(q: usize, g: usize, queue: ReadSignal<Option<ResourceQueue>>) -> impl IntoView {
+    let draft = expect_context::<Draft>();
+    // Derived from the queue's memo, not the whole config: a keystroke elsewhere wakes one
+    // memo per item, not one per group and quota row.
+    let group = Memo::new(move |_| queue.with(|x| x.as_ref()?.resource_groups.as_ref()?.get(g).cloned()));
+    let path = format!("resource_queues[{q}].resource_groups[{g}]");
+    let covered = Memo::new(move |_| group.with(|gr| gr.as_ref().map(|gr| gr.covered_resources.clone()).unwrap_or_default()));
+    let rows = Memo::new(move |_| group.with(|gr| gr.as_ref().map_or(0, |gr| gr.flavors.len())));
+    let edit = move |f: Box<dyn FnOnce(&mut ResourceGroup)>| {
+        draft.edit(|c| {
+            if let Some(gr) = group_mut(c, q, g) {
+                f(gr)
+            }
+        })
+    };
+    let add_flavor = move |_| {
+        let at = rows.get_untracked();
+        draft.edit(|c| {
+            let used: Vec<String> = c.queues().get(q).into_iter()
+                .flat_map(|q| q.resource_groups.iter().flatten())
+                .flat_map(|gr| gr.flavors.iter().map(|f| f.name.clone()))
+                .collect();
+            let name = c.flavors().iter().map(|f| f.name.clone()).find(|n| !used.contains(n)).unwrap_or_default();
+            if let Some(gr) = group_mut(c, q, g) {
+                gr.flavors.push(FlavorQuota { name, resources: None });
+            }
+        });
+        focus_later(format!("f-resource_queues-{q}-resource_groups-{g}-flavors-{at}-name"));
+    };
+    let remove_group = move |_| {
+        draft.edit(|c| {
+            if let Some(groups) = queues_mut(c).get_mut(q).and_then(|q| q.resource_groups.as_mut()) {
+                ListOp::Remove(g).apply(groups);
+            }
+        })
+    };
+    let label = format!("Resource group {} of queue {}", g + 1, q + 1);
+    view! {
+        <fieldset class="group" data-testid="group">
+            <legend>{format!("Resource group {}", g + 1)}</legend>
+            <div class="field-grid">
+                <ParsedField label="Covered resources".into() path=format!("{path}.covered_resources") value=covered
+                    codec=codec::LIST placeholder="cpu, gpu, memory_gb" hint="Comma-separated resource names."
+                    on_change=Callback::new(move |v| edit(Box::new(move |gr| gr.covered_resources = v)))/>
+            </div>
+            <FieldProblems path=format!("{path}.flavors") id=format!("f-{q}-{g}-flavors-problems")/>
+            <p class="subhead">"Flavors, in order of preference"</p>
+            <ol class="quota-rows">
+                <For each=move || 0..rows.get() key=|f| *f children=move |f| view! { <QuotaRow q g f rows covered group/> }/>
+            </ol>
+            <div class="row-buttons">
+                <button type="button" class="small" data-testid="add-quota" on:click=add_flavor>"+ Flavor"</button>
+                <button type="button" class="small danger" aria-label=format!("Remove {label}") on:click=remove_group>"Remove group"</button>
+            </div>
+        </fieldset>
+    }
+}
+
+/// One flavor of a group: which flavor, then a quota for every covered resource.
+#[component]
+fn QuotaRow(
+    q: usize,
+    g: usize,
+    f: usize,
+    rows: Memo<usize>,
+    covered: Memo<Vec<String>>,
+    group: Memo<Option<ResourceGroup>>,
+) -> impl IntoView {
+    let draft = expect_context::<Draft>();
+    let fq = Memo::new(move |_| group.with(|x| x.as_ref()?.flavors.get(f).cloned()));
+    let path = format!("resource_queues[{q}].resource_groups[{g}].flavors[{f}]");
+    let name = Signal::derive(move || fq.with(|x| x.as_ref().map(|x| x.name.clone()).unwrap_or_default()));
+    let options = Memo::new(move |_| draft.flavor_names.with(|names| name_options(names, &name.get(), "choose a flavor")));
+    let edit = move |e: Box<dyn FnOnce(&mut FlavorQuota)>| {
+        draft.edit(|c| {
+            if let Some(x) = flavor_quota_mut(c, q, g, f) {
+                e(x)
+            }
+        })
+    };
+    let on_op = Callback::new(move |op: ListOp| {
+        draft.edit(|c| {
+            if let Some(gr) = group_mut(c, q, g) {
+                op.apply(&mut gr.flavors)
+            }
+        })
+    });
+    let noun = format!("flavor {} of group {} in queue {}", f + 1, g + 1, q + 1);
+    let resources_path = path.clone();
+    view! {
+        <li class="quota-row" data-testid="quota-row">
+            <div class="quota-fields">
+                <SelectField label=format!("Flavor {}", f + 1) path=format!("{path}.name") options value=name
+                    on_change=Callback::new(move |v| edit(Box::new(move |x| x.name = v)))/>
+                <For each=move || covered.get() key=|r| r.clone() children=move |resource: String| {
+                    let res = resource.clone();
+                    let index = Memo::new(move |_| fq.with(|x| x.as_ref()?.resources.as_ref()?.iter().position(|s| s.name == res)));
+                    let res = resource.clone();
+                    let value = Signal::derive(move || fq.with(|x| {
+                        x.as_ref()?.resources.as_ref()?.iter().find(|s| s.name == res)?.nominal_quota
+                    }));
+                    let base = resources_path.clone();
+                    // The validator names a quota by its index in `resources`; a quota not yet
+                    // written has none, so its problems cannot exist yet either.
+                    let at = move || match index.get() {
+                        Some(r) => format!("{base}.resources[{r}].nominal_quota"),
+                        None => format!("{base}.resources[-].nominal_quota"),
+                    };
+                    let res = resource.clone();
+                    let set = Callback::new(move |v: Option<f64>| {
+                        let (res, order) = (res.clone(), covered.get_untracked());
+                        edit(Box::new(move |x| set_quota(x, &res, v, &order)))
+                    });
+                    view! {
+                        <ParsedField label=format!("{resource} quota") path=format!("{resources_path}.quota.{resource}")
+                            problems_at=Signal::derive(at) value codec=codec::QUOTA numeric=true
+                            placeholder="unlimited" on_change=set/>
+                    }
+                }/>
+            </div>
+            <FieldProblems path=format!("{path}.resources") id=format!("f-{q}-{g}-{f}-res-problems")/>
+            <ItemActions noun id_prefix=format!("quota-{q}-{g}") i=f len=rows on_op no_duplicate=true/>
+        </li>
+    }
+}
+
+/// Sets the nominal quota of `resource` (None = unlimited: the entry goes when nothing else
+/// is set on it). A new entry goes where `covered` (the group's order) puts it.
+fn set_quota(fq: &mut FlavorQuota, resource: &str, value: Option<f64>, covered: &[String]) {
+    let specs = fq.resources.get_or_insert_with(Vec::new);
+    match specs.iter().position(|s| s.name == resource) {
+        Some(k) => {
+            specs[k].nominal_quota = value;
+            let s = &specs[k];
+            if s.nominal_quota.is_none() && s.borrowing_limit.is_none() && s.lending_limit.is_none() {
+                specs.remove(k);
+            }
+        }
+        None if value.is_some() => {
+            let rank = |name: &str| covered.iter().position(|c| c == name).unwrap_or(usize::MAX);
+            let at = specs.iter().position(|s| rank(&s.name) > rank(resource)).unwrap_or(specs.len());
+            specs.insert(at, ResourceQuotaSpec { name: resource.to_string(), nominal_quota: value, ..Default::default() });
+        }
+        None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotas_are_written_removed_and_kept_blocked_at_zero() {
+        let covered = ["cpu".to_string(), "gpu".to_string()];
+        let mut fq = FlavorQuota { name: "spot".into(), resources: None };
+        set_quota(&mut fq, "gpu", Some(8.0), &covered);
+        set_quota(&mut fq, "cpu", Some(0.0), &covered);
+        let names: Vec<_> = fq.resources.iter().flatten().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["cpu", "gpu"], "in the group's order, not the typing order");
+        set_quota(&mut fq, "gpu", None, &covered);
+        let specs = fq.resources.unwrap();
+        assert_eq!(specs.len(), 1);
+        assert_eq!((specs[0].name.as_str(), specs[0].nominal_quota), ("cpu", Some(0.0)));
+    }
+}

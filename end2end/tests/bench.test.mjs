@@ -1,0 +1,70 @@
+// What live validation costs in the browser: the wasm validator timed on the seed example and
+// on a generated 200-queue config, and one keystroke in the 200-queue form from the input
+// event to the updated problem summary. Figures go to screenshots/bench.json and the log.
+// The 5 ms target is asserted against the optimized wasm (run it on `make release`'s site:
+// BERTH_SITE_ROOT=$CARGO_TARGET_DIR/release-site); a debug build only reports its figures.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { startServer, startBrowser, hydrated, applyConfig, SCREENSHOTS, SIZES } from './harness.mjs';
+import { bigConfig } from './configs.mjs';
+
+const SEED = readFileSync(new URL('../../app/src/config/testdata/seed_example.yaml', import.meta.url), 'utf8');
+
+let server, chrome;
+before(async () => {
+  server = await startServer();
+  chrome = await startBrowser();
+});
+after(async () => {
+  await chrome?.browser.close();
+  await server?.stop();
+});
+
+test('live validation: under 5 ms for 200 queues, measured in the browser', async () => {
+  const big = bigConfig(200);
+  await applyConfig(server.url, big, { message: '200 queues' });
+  const page = await chrome.newPage(SIZES.desktop);
+  await page.goto(server.url + '/config');
+  await hydrated(page);
+  await page.waitForSelector('[data-testid=queue] >> nth=199');
+
+  const timing = (text, n) => page.evaluate(async ([text, n]) => {
+    const wasm = await import('/pkg/berth.js');
+    return Array.from(wasm.berthValidateTiming(text, n));
+  }, [text, n]);
+  const optimized = await page.evaluate(async () => (await import('/pkg/berth.js')).berthOptimized());
+  const [seedValidate, seedBoth, seedProblems] = await timing(SEED, 200);
+  const [bigValidate, bigBoth, bigProblems] = await timing(big, 30);
+
+  // One keystroke in the 200-queue form: input event → validated → summary re-rendered.
+  const keystroke = await page.evaluate(async () => {
+    const input = document.querySelector('#f-resource_queues-150-name');
+    const summary = document.querySelector('[data-testid=problem-summary]');
+    const times = [];
+    for (const name of ['team-150x', 'team-1', 'team-150']) {
+      const before = summary.textContent;
+      const t0 = performance.now();
+      input.value = name;
+      input.dispatchEvent(new Event('input', { bubbles: true }));
+      // Leptos runs its effects in microtasks; a message-channel task comes after all of them.
+      await new Promise((r) => { const c = new MessageChannel(); c.port1.onmessage = r; c.port2.postMessage(0); });
+      times.push(performance.now() - t0);
+      if (name === 'team-1' && summary.textContent === before) throw new Error('the summary did not update');
+    }
+    return times;
+  });
+  const figures = {
+    build: optimized ? 'release' : 'debug (not representative: build with `make release`)',
+    seed: { validate_ms: seedValidate, parse_and_validate_ms: seedBoth, problems: seedProblems },
+    queues_200: { bytes: big.length, validate_ms: bigValidate, parse_and_validate_ms: bigBoth, problems: bigProblems },
+    keystroke_200_queues_ms: keystroke,
+  };
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  writeFileSync(SCREENSHOTS + 'bench.json', JSON.stringify(figures, null, 2) + '\n');
+  console.log('# live validation', JSON.stringify(figures));
+  assert.equal(bigProblems, 0, 'the generated config is valid');
+  // The target holds for what users run: the optimized build. A debug build only reports.
+  if (optimized) assert.ok(bigValidate < 5, `validating 200 queues took ${bigValidate.toFixed(2)} ms`);
+  assert.deepEqual(page.errors, []);
+});
