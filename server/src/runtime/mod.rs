@@ -406,7 +406,7 @@ impl Runtime {
             return Err(RuntimeError::Backend(format!("backend `{backend_name}` is not configured")));
         };
         let run = RunId { job: row.id.as_str().into(), run: row.runs };
-        let bytes = backend.logs(run, stream, tail).await.map_err(|e| RuntimeError::Backend(e.0))?;
+        let bytes = backend.logs(run, stream, tail).await.map_err(|e| RuntimeError::Backend(e.to_string()))?;
         Ok((bytes, row.state))
     }
 
