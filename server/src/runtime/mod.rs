@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod backend;
 pub mod local;
+pub mod ray;
 pub mod request;
 pub mod store;
 
