@@ -42,6 +42,9 @@ if ! python3 -c 'import requests' >/dev/null 2>&1; then
   python3 -m pip install --quiet --user requests 2>/dev/null || python3 -m pip install --quiet --break-system-packages --user requests
 fi
 
+# Ray for the Ray backend's tests: a cached venv (ray[default] from PyPI), see .ci/ray.sh.
+.ci/ray.sh install
+
 if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
   say "installing end2end npm packages"
   (cd end2end && npm ci --no-audit --no-fund --loglevel=error)
