@@ -16,8 +16,8 @@
 //! with that reason (and retried per the job's policy). Ray merges stderr into stdout: the
 //! stdout log has both, stderr is always empty.
 //!
-//! Unreachable Ray: the last known nodes are kept (so submissions are still checked
-//! against them), and starts fail fast with [`BackendError::Unavailable`], which the loop
+//! Unreachable Ray (or one listing no alive node, as while it stops): the last known nodes
+//! are kept (so submissions are still checked against them), and starts fail fast with [`BackendError::Unavailable`], which the loop
 //! turns into a wait with backoff, not a failure.
 
 use std::collections::{BTreeMap, HashMap};
@@ -166,9 +166,12 @@ impl RayBackend {
 
     /// Reads the node list once; on failure the last known list stays.
     pub async fn refresh_nodes(&self) -> Result<(), BackendError> {
-        match self.get_json("/api/v0/nodes?limit=10000").await {
-            Ok(body) => {
-                let nodes = parse_nodes(&self.cfg.name, &body);
+        let listed = self.get_json("/api/v0/nodes?limit=10000").await.map(|body| parse_nodes(&self.cfg.name, &body));
+        // A cluster with no alive node is one whose head is going down (`ray stop`): keep
+        // the nodes it will come back with, as when it does not answer at all.
+        let listed = listed.and_then(|n| if n.is_empty() { Err(Failure::Status(200, "no alive node".into())) } else { Ok(n) });
+        match listed {
+            Ok(nodes) => {
                 *self.nodes.write().unwrap_or_else(|e| e.into_inner()) = nodes;
                 if self.lock_unreachable().take().is_some() {
                     tracing::info!(backend = %self.cfg.name, address = %self.base, "Ray answers again");
@@ -197,6 +200,7 @@ impl RayBackend {
     fn describe(&self, f: &Failure) -> String {
         match f {
             Failure::Unreachable(e) => format!("Ray at {} unreachable: {e}", self.base),
+            Failure::Status(200, why) => format!("Ray at {} answered, but {why}", self.base),
             Failure::Status(code, body) => format!("Ray at {} answered {code}: {}", self.base, last_line(body)),
         }
     }
