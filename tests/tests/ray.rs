@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 const SECS: fn(u64) -> Duration = Duration::from_secs;
 
 /// One test at a time on the shared cluster (each Berth counts its 4 CPUs as its own).
-static CLUSTER: Mutex<()> = Mutex::new(());
+static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn ray_url() -> String {
     std::env::var("BERTH_TEST_RAY_URL")
@@ -80,6 +80,19 @@ async fn wait_ray(submission: &str, statuses: &[&str], timeout: Duration) -> Val
     }
 }
 
+/// Polls until the job's reason contains `needle`; the job.
+async fn wait_reason(b: &Berth, id: &str, needle: &str, timeout: Duration) -> Value {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let job = b.job(id).await;
+        if job["reason"].as_str().unwrap_or_default().contains(needle) {
+            return job;
+        }
+        assert!(Instant::now() < deadline, "no `{needle}` in the reason within {timeout:?}: {job:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// Whether a process whose command line contains `marker` runs on this host.
 fn running(marker: &str) -> bool {
     let out = std::process::Command::new("pgrep").arg("-f").arg(marker).output().unwrap();
@@ -88,7 +101,7 @@ fn running(marker: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_job_runs_on_ray_and_its_logs_and_failures_show_in_berth() {
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     let b = berth_on(&ray_url(), "", "lower_priority").await;
     // Ray's node, with Berth's names for its resources.
     let (_, nodes) = b.get("/api/v1/nodes").await;
@@ -125,22 +138,14 @@ async fn a_job_runs_on_ray_and_its_logs_and_failures_show_in_berth() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_flavor_matching_no_ray_node_keeps_the_job_pending_with_that_reason() {
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     let b = berth_on(&ray_url(), ", nominal_quota: 0", "lower_priority").await;
     // Held by a zero quota while its flavor still matches the node...
     let id = b.submit(json!({"entrypoint": "echo moved", "resources": {"cpu": 1}})).await;
     b.wait_state(&id, &["pending"], SECS(5)).await;
     // ...then the flavor selects `pool=nowhere`, which no Ray node has.
     b.apply(&config("nowhere", "", "lower_priority")).await;
-    let deadline = Instant::now() + SECS(10);
-    let job = loop {
-        let job = b.job(&id).await;
-        if job["reason"].as_str().unwrap_or_default().contains("no node matches") {
-            break job;
-        }
-        assert!(Instant::now() < deadline, "no `no node matches` reason: {job:#}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let job = wait_reason(&b, &id, "no node matches", SECS(10)).await;
     assert_eq!(job["state"], "pending");
     assert!(job["reason"].as_str().unwrap().contains("nowhere"), "{job:#}");
     tokio::time::sleep(SECS(1)).await;
@@ -155,7 +160,7 @@ async fn a_flavor_matching_no_ray_node_keeps_the_job_pending_with_that_reason() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn quota_and_priority_decide_the_order_ray_receives_jobs() {
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     let b = berth_on(&ray_url(), ", nominal_quota: 1", "never").await;
     let job = |p: i64, cmd: &str| json!({"entrypoint": cmd, "priority": p, "resources": {"cpu": 1}});
     let first = b.submit(job(0, "sleep 2")).await;
@@ -186,7 +191,7 @@ async fn quota_and_priority_decide_the_order_ray_receives_jobs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn preemption_stops_the_ray_job_and_requeues_it() {
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     let b = berth_on(&ray_url(), ", nominal_quota: 1", "lower_priority").await;
     // The first run sleeps (a marker to find its process), a later one ends at once.
     let low = b
@@ -210,7 +215,7 @@ async fn preemption_stops_the_ray_job_and_requeues_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_timeout_stops_the_ray_job() {
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     let b = berth_on(&ray_url(), "", "lower_priority").await;
     let id = b.submit(json!({"entrypoint": "sleep 62.4242", "timeout_s": 2, "resources": {"cpu": 1}})).await;
     let job = b.wait_state(&id, &["timed_out"], SECS(60)).await;
@@ -221,7 +226,7 @@ async fn a_timeout_stops_the_ray_job() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn while_ray_is_unreachable_jobs_wait_and_run_when_it_is_back() {
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     let proxy = Proxy::start(&ray_url()).await;
     let b = berth_on(&proxy.url(), "", "lower_priority").await;
     let (_, nodes) = b.get("/api/v1/nodes").await;
@@ -229,15 +234,7 @@ async fn while_ray_is_unreachable_jobs_wait_and_run_when_it_is_back() {
     proxy.down();
     tokio::time::sleep(SECS(3)).await; // a node refresh fails in between
     let id = b.submit(json!({"entrypoint": "echo after-the-outage", "resources": {"cpu": 1}, "max_retries": 0})).await;
-    let deadline = Instant::now() + SECS(15);
-    let job = loop {
-        let job = b.job(&id).await;
-        if job["reason"].as_str().unwrap_or_default().contains("unavailable") {
-            break job;
-        }
-        assert!(Instant::now() < deadline, "no `unavailable` reason: {job:#}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let job = wait_reason(&b, &id, "unavailable", SECS(15)).await;
     assert_eq!(job["state"], "pending", "{job:#}");
     assert!(job["reason"].as_str().unwrap().contains("retrying in"), "{job:#}");
     assert_eq!(job["retries"], 0, "waiting for a backend is not a retry: {job:#}");
@@ -317,7 +314,7 @@ impl Drop for RestartRay {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ray_stopped_mid_run_and_restarted_loses_no_job() {
-    let _turn = CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = CLUSTER.lock().await;
     let mut b = berth_on(&ray_url(), "", "lower_priority").await;
     // Run 1 sleeps through the outage; Ray forgets it; run 2 finishes.
     let a = b
