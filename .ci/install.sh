@@ -26,6 +26,7 @@ fi
 
 apt_missing=()
 command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
+command -v curl >/dev/null 2>&1 || apt_missing+=(curl)   # .ci/ray.sh probes Ray with it
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_missing+=(postgresql)
 # GNU parallel: a peer in the runtime bench only.
 [ "$what" = bench ] && ! command -v parallel >/dev/null 2>&1 && apt_missing+=(parallel)
@@ -41,6 +42,9 @@ if ! python3 -c 'import requests' >/dev/null 2>&1; then
   say "installing the Python requests package"
   python3 -m pip install --quiet --user requests 2>/dev/null || python3 -m pip install --quiet --break-system-packages --user requests
 fi
+
+# Ray for the Ray backend's tests: a cached venv (ray[default] from PyPI), see .ci/ray.sh.
+.ci/ray.sh install
 
 if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
   say "installing end2end npm packages"

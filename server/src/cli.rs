@@ -119,6 +119,20 @@ pub struct ServeArgs {
     /// Seconds between SIGTERM and SIGKILL when a local run is stopped.
     #[arg(long, default_value_t = 5.0)]
     pub kill_grace_s: f64,
+    /// A Ray cluster as a backend, `NAME=DASHBOARD_URL` (repeatable), e.g.
+    /// `ray=http://127.0.0.1:8265`. Its nodes' `backend` is NAME.
+    #[arg(long = "ray", value_name = "NAME=URL")]
+    pub ray: Vec<String>,
+    /// Token of a Ray cluster with token auth, `NAME=TOKEN` (repeatable); else the
+    /// environment variable BERTH_RAY_TOKEN_<NAME> (upper case, `-` as `_`).
+    #[arg(long = "ray-token", value_name = "NAME=TOKEN", hide_env_values = true)]
+    pub ray_tokens: Vec<String>,
+    /// Most runs admitted or running at once on each Ray cluster.
+    #[arg(long, default_value_t = 20)]
+    pub ray_max_in_flight: usize,
+    /// How often each running Ray job's status is read, in milliseconds.
+    #[arg(long, default_value_t = 500)]
+    pub ray_poll_ms: u64,
     /// Period of the admission loop's tick (timeouts, retry backoff), in milliseconds.
     #[arg(long, default_value_t = 500)]
     pub tick_ms: u64,

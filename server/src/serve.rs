@@ -8,6 +8,7 @@ use leptos::config::{Env, LeptosOptions};
 use crate::cli::ServeArgs;
 use crate::db::{redact_url, Db};
 use crate::engine::{Milli, Resources};
+use crate::runtime::ray::RayConfig;
 use crate::state::{AppState, RuntimeOptions};
 
 /// Runs the server until it is asked to stop.
@@ -43,6 +44,7 @@ pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
     options.settings.retry_backoff = ms(args.retry_backoff_ms);
     options.settings.sample_interval = std::time::Duration::from_secs(args.sample_interval_s.max(1));
     options.settings.history_retention = std::time::Duration::from_secs(args.history_days.max(1) * 24 * 3600);
+    options.ray = ray_configs(args)?;
     if args.no_local {
         options.local = None;
         return Ok(options);
@@ -92,6 +94,39 @@ pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
         local.labels.insert(k.trim().to_string(), v.trim().to_string());
     }
     Ok(options)
+}
+
+/// The Ray clusters of `--ray NAME=URL`, with their tokens and limits.
+fn ray_configs(args: &ServeArgs) -> Result<Vec<RayConfig>> {
+    let mut tokens = std::collections::BTreeMap::new();
+    for raw in &args.ray_tokens {
+        let (name, token) = raw.split_once('=').with_context(|| "--ray-token: expected NAME=TOKEN".to_string())?;
+        tokens.insert(name.trim().to_string(), token.trim().to_string());
+    }
+    if args.ray_max_in_flight == 0 {
+        bail!("--ray-max-in-flight: must be at least 1");
+    }
+    let mut out: Vec<RayConfig> = Vec::new();
+    for raw in &args.ray {
+        let (name, url) = raw.split_once('=').with_context(|| format!("--ray: `{raw}` is not NAME=URL"))?;
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            bail!("--ray: `{name}` is not a valid backend name (letters, digits, `-`, `_`)");
+        }
+        if out.iter().any(|c| c.name == name) || (name == "local" && !args.no_local) {
+            bail!("--ray: backend `{name}` is configured twice");
+        }
+        let mut cfg = RayConfig::new(name, url.trim());
+        let env = format!("BERTH_RAY_TOKEN_{}", name.to_ascii_uppercase().replace('-', "_"));
+        cfg.token = tokens.remove(name).or_else(|| std::env::var(&env).ok()).filter(|t| !t.is_empty());
+        cfg.max_in_flight = args.ray_max_in_flight;
+        cfg.poll_interval = std::time::Duration::from_millis(args.ray_poll_ms.max(50));
+        out.push(cfg);
+    }
+    if let Some(name) = tokens.keys().next() {
+        bail!("--ray-token: no `--ray {name}=URL` to go with it");
+    }
+    Ok(out)
 }
 
 /// `site/` beside the build profile directory the binary runs from (…/target/site), else

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use anyhow::Context;
 
 use crate::db::Db;
-use crate::runtime::backend::Registry;
+use crate::runtime::backend::{Backend, Registry};
 use crate::runtime::local::{LocalBackend, LocalConfig};
+use crate::runtime::ray::{RayBackend, RayConfig};
 use crate::runtime::store::JobStore;
 use crate::runtime::{Runtime, Settings};
 use crate::service::ConfigService;
@@ -19,12 +20,13 @@ pub struct AppState {
     pub runtime: Runtime,
 }
 
-/// How the runtime is set up: the loop's tunables and the local backend (`None`: no local
-/// backend, jobs only run on other backends).
+/// How the runtime is set up: the loop's tunables, the local backend (`None`: no local
+/// backend, jobs only run on other backends) and Ray clusters.
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
     pub settings: Settings,
     pub local: Option<LocalConfig>,
+    pub ray: Vec<RayConfig>,
 }
 
 impl RuntimeOptions {
@@ -33,6 +35,7 @@ impl RuntimeOptions {
     pub fn local(data_dir: std::path::PathBuf) -> Self {
         RuntimeOptions {
             local: Some(LocalConfig::detect(data_dir.clone())),
+            ray: Vec::new(),
             settings: Settings { data_dir, ..Settings::default() },
         }
     }
@@ -48,6 +51,15 @@ impl AppState {
         let mut backends = Registry::default();
         if let Some(local) = options.local {
             backends.register(LocalBackend::new(local, exits_tx.clone())).map_err(anyhow::Error::msg)?;
+        }
+        for cfg in options.ray {
+            let ray = RayBackend::new(cfg, exits_tx.clone()).map_err(anyhow::Error::msg)?;
+            // The first snapshot should have the cluster's nodes; an unreachable Ray is not
+            // fatal (its nodes appear when it answers).
+            if let Err(e) = ray.refresh_nodes().await {
+                tracing::warn!(backend = ray.name(), error = %e, "Ray is not reachable at start; its nodes appear when it answers");
+            }
+            backends.register(ray).map_err(anyhow::Error::msg)?;
         }
         let store = JobStore::new(db.clone());
         let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings)

@@ -24,7 +24,7 @@ use app::config::{MatchExpression, Operator};
 use app::jobs::{FlavorUse, JobState};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::backend::{Adopted, Exit, Outcome, Registry, RunId, StartSpec};
+use super::backend::{Adopted, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
 use super::store::{JobRow, JobStore, NewEvent, NewSample};
 use super::{now_us, RuntimeError, Settings, Shared};
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
@@ -127,7 +127,15 @@ pub struct Loop {
     next_deadline: Option<i64>,
     /// Earliest end of a retry backoff (µs).
     next_retry: Option<i64>,
+    /// Backends that said they are unavailable: consecutive failures, until when (µs)
+    /// starts on them are not even tried, and why.
+    down: HashMap<String, (u32, i64, String)>,
+    /// Jobs waiting for an unavailable backend (their backoff is not a retry).
+    backend_waits: HashSet<Name>,
 }
+
+/// Longest wait before trying an unavailable backend again.
+const BACKEND_BACKOFF_MAX: Duration = Duration::from_secs(30);
 
 /// Longest a start stays unwritten.
 const FLUSH_DELAY: Duration = Duration::from_millis(20);
@@ -199,6 +207,8 @@ impl Loop {
             // Scan once at the first tick: recovered jobs may have timeouts and retries.
             next_deadline: Some(0),
             next_retry: Some(0),
+            down: HashMap::new(),
+            backend_waits: HashSet::new(),
         }
     }
 
@@ -578,7 +588,13 @@ impl Loop {
             if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
                 next_retry = Some(next_retry.map_or(t, |n: i64| n.min(t)));
                 let why = l.row.reason.clone().unwrap_or_default();
-                held_back.push((l.key.clone(), format!("retry {} of {} in {:.1} s ({why})", l.row.retries, l.row.spec.max_retries, (t - now) as f64 / 1e6)));
+                let left = (t - now) as f64 / 1e6;
+                let msg = if self.backend_waits.contains(&l.key) {
+                    format!("{}; retrying in {left:.1} s", why.split("; retrying in").next().unwrap_or_default())
+                } else {
+                    format!("retry {} of {} in {left:.1} s ({why})", l.row.retries, l.row.spec.max_retries)
+                };
+                held_back.push((l.key.clone(), msg));
                 continue;
             }
             if let Some(stage) = &l.row.stage_id {
@@ -634,8 +650,22 @@ impl Loop {
                 batch.touch(v);
             }
         }
+        // In-flight caps per backend (after the victims above let go of theirs).
+        let mut in_flight: HashMap<Name, usize> = HashMap::new();
+        for l in self.state.jobs.values().filter(|l| l.row.state.holds_quota()) {
+            *in_flight.entry(l.row.backend.as_deref().unwrap_or("").into()).or_default() += 1;
+        }
+        let mut capped: Vec<(Name, String)> = Vec::new();
         let mut starts = Vec::with_capacity(plan.admissions.len());
         for a in &plan.admissions {
+            if let Some(cap) = self.backends.get(&a.backend).and_then(|b| b.max_in_flight()) {
+                let n = in_flight.entry(a.backend.clone()).or_default();
+                if *n >= cap {
+                    capped.push((a.job.clone(), format!("backend {} already has {cap} runs in flight (its cap)", a.backend)));
+                    continue;
+                }
+                *n += 1;
+            }
             let Some(live) = self.state.jobs.get_mut(&a.job) else { continue };
             live.row.state = JobState::Admitted;
             live.row.admitted_at_us = Some(now);
@@ -659,7 +689,7 @@ impl Loop {
             starts.push(a.job.clone());
         }
         let mut waiting: HashMap<Name, (u64, Arc<str>)> = plan.pending.into_iter().map(|p| (p.job, (p.position as u64, p.reason))).collect();
-        for (key, why) in held_back {
+        for (key, why) in held_back.into_iter().chain(capped) {
             waiting.insert(key, (0, why.into()));
         }
         self.state.waiting = waiting;
@@ -677,11 +707,18 @@ impl Loop {
             self.end_run(key, Outcome::Failed(format!("backend `{backend_name}` is not configured")), now, batch);
             return;
         };
+        if let Some((_, until, why)) = self.down.get(&backend_name).filter(|(_, until, _)| *until > now_us()).cloned() {
+            // Known to be down: do not knock again before its backoff ends.
+            self.wait_for_backend(key, why, until, now_us(), batch);
+            return;
+        }
         let spec = self.start_spec(live);
         let result = backend.start(spec).await;
         let now = now_us();
         match result {
             Ok(handle) => {
+                self.down.remove(&backend_name);
+                self.backend_waits.remove(key);
                 let live = self.state.jobs.get_mut(key).expect("checked above");
                 live.row.state = JobState::Running;
                 live.row.started_at_us = Some(now);
@@ -693,8 +730,35 @@ impl Loop {
                 batch.events.push(job_event(now, "started", live, msg));
                 batch.touch(key);
             }
+            Err(BackendError::Unavailable(e)) => {
+                let failures = self.down.get(&backend_name).map_or(0, |d| d.0) + 1;
+                let delay = self.settings.retry_backoff.saturating_mul(1u32 << (failures - 1).min(8)).min(BACKEND_BACKOFF_MAX);
+                let until = now + delay.as_micros() as i64;
+                let why = format!("backend {backend_name} unavailable: {e}");
+                self.down.insert(backend_name.clone(), (failures, until, why.clone()));
+                tracing::warn!(backend = %backend_name, error = %e, retry_in_s = delay.as_secs_f64(), "backend unavailable; jobs wait");
+                self.wait_for_backend(key, why, until, now, batch);
+            }
             Err(e) => self.end_run(key, Outcome::Failed(format!("could not start: {e}")), now, batch),
         }
+    }
+
+    /// An admitted job whose backend is unavailable goes back to pending until `until`,
+    /// keeping its enqueue time and its retries (the run was never started).
+    fn wait_for_backend(&mut self, key: &Name, why: String, until: i64, now: i64, batch: &mut Batch) {
+        let Some(live) = self.state.jobs.get_mut(key) else { return };
+        let reason = format!("{why}; retrying in {:.1} s", (until - now).max(0) as f64 / 1e6);
+        live.row.state = JobState::Pending;
+        live.row.runs = (live.row.runs - 1).max(0);
+        live.row.admitted_at_us = None;
+        live.row.retry_at_us = Some(until);
+        live.row.reason = Some(reason.clone());
+        batch.events.push(job_event(now, "requeued", live, reason));
+        live.clear_placement();
+        self.backend_waits.insert(key.clone());
+        self.next_retry = Some(self.next_retry.map_or(until, |n| n.min(until)));
+        self.dirty = true;
+        batch.touch(key);
     }
 
     fn start_spec(&self, live: &Live) -> StartSpec {
@@ -753,6 +817,7 @@ impl Loop {
             if self.state.jobs.get(&key).is_some_and(|l| l.row.state.is_terminal()) {
                 self.state.jobs.remove(&key);
                 self.state.waiting.remove(&key);
+                self.backend_waits.remove(&key);
             }
         }
         batch.seen.clear();

@@ -92,10 +92,18 @@ pub enum Stream {
     Stderr,
 }
 
-/// A backend failure; the loop shows the message as the job's reason and retries later.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{0}")]
-pub struct BackendError(pub String);
+/// A backend failure; the loop shows the message as the job's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    /// This request failed (bad working dir, refused by the backend…): a start that fails
+    /// so ends the run, which is retried per the job's `max_retries`.
+    #[error("{0}")]
+    Failed(String),
+    /// The backend cannot be reached or is saturated right now: the loop puts the job back
+    /// in its queue and tries again after a backoff, without consuming a retry.
+    #[error("{0}")]
+    Unavailable(String),
+}
 
 /// A place that runs jobs.
 pub trait Backend: Send + Sync + 'static {
@@ -112,6 +120,11 @@ pub trait Backend: Send + Sync + 'static {
     fn adopt(&self, run: RunId, handle: Option<String>) -> BoxFuture<'_, Adopted>;
     /// The last `tail_bytes` of a run's log (`None`: all of it, up to the backend's bound).
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>>;
+    /// At most this many of its runs may hold capacity at once (`None`: only its nodes'
+    /// capacity bounds it). The loop admits no more beyond it.
+    fn max_in_flight(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// Backends by name.

@@ -133,15 +133,15 @@ impl LocalBackend {
 
     fn start_run(&self, spec: StartSpec) -> Result<String, BackendError> {
         let key = spec.run.key();
-        let fail = |what: &str, e: io::Error| BackendError(format!("run {key}: {what}: {e}"));
+        let fail = |what: &str, e: io::Error| BackendError::Failed(format!("run {key}: {what}: {e}"));
         let dir = self.run_dir(&spec.run);
         if dir.join("pid").exists() {
-            return Err(BackendError(format!("run {key} was already started")));
+            return Err(BackendError::Failed(format!("run {key} was already started")));
         }
         fs::create_dir_all(&dir).map_err(|e| fail(&format!("creating {}", dir.display()), e))?;
         let work = match &spec.working_dir {
             Some(d) if Path::new(d).is_dir() => PathBuf::from(d),
-            Some(d) => return Err(BackendError(format!("working_dir `{d}` does not exist or is not a directory"))),
+            Some(d) => return Err(BackendError::Failed(format!("working_dir `{d}` does not exist or is not a directory"))),
             None => {
                 let w = dir.join("work");
                 fs::create_dir_all(&w).map_err(|e| fail(&format!("creating {}", w.display()), e))?;
@@ -166,7 +166,7 @@ impl LocalBackend {
             .process_group(0);
         let child = cmd.spawn().map_err(|e| fail("starting /bin/sh", e))?;
         let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
-            return Err(BackendError(format!("run {key}: the process ended before it could be recorded")));
+            return Err(BackendError::Failed(format!("run {key}: the process ended before it could be recorded")));
         };
         // The child is not reaped before `wait`, so its stat is readable even if it already exited.
         let recorded = read_stat(pid)
@@ -196,7 +196,7 @@ impl LocalBackend {
         match signal_group(proc.pid, libc::SIGTERM) {
             Ok(()) => {}
             Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(()),
-            Err(e) => return Err(BackendError(format!("stopping run {} (process group {}): {e}", run.key(), proc.pid))),
+            Err(e) => return Err(BackendError::Failed(format!("stopping run {} (process group {}): {e}", run.key(), proc.pid))),
         }
         let grace = self.cfg.kill_grace;
         tokio::spawn(async move {
@@ -284,10 +284,10 @@ impl Backend for LocalBackend {
         let want = tail_bytes.unwrap_or(self.cfg.log_limit_bytes);
         Box::pin(async move {
             if !dir.is_dir() {
-                return Err(BackendError(format!("run {} has no logs here ({} does not exist)", run.key(), dir.display())));
+                return Err(BackendError::Failed(format!("run {} has no logs here ({} does not exist)", run.key(), dir.display())));
             }
             let read = tokio::task::spawn_blocking(move || read_log(&dir.join(stream_file(stream)), want)).await;
-            read.map_err(io::Error::other).and_then(|r| r).map_err(|e| BackendError(format!("reading the log of run {}: {e}", run.key())))
+            read.map_err(io::Error::other).and_then(|r| r).map_err(|e| BackendError::Failed(format!("reading the log of run {}: {e}", run.key())))
         })
     }
 }
@@ -633,7 +633,7 @@ mod tests {
         let mut s = spec("m", "true");
         s.working_dir = Some("/no/such/dir".into());
         let err = b.start(s).await.expect_err("a missing working_dir");
-        assert!(err.0.contains("/no/such/dir"), "{err}");
+        assert!(err.to_string().contains("/no/such/dir"), "{err}");
     }
 
     #[tokio::test]

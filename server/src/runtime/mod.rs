@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod backend;
 pub mod local;
+pub mod ray;
 pub mod request;
 pub mod store;
 
@@ -406,7 +407,7 @@ impl Runtime {
             return Err(RuntimeError::Backend(format!("backend `{backend_name}` is not configured")));
         };
         let run = RunId { job: row.id.as_str().into(), run: row.runs };
-        let bytes = backend.logs(run, stream, tail).await.map_err(|e| RuntimeError::Backend(e.0))?;
+        let bytes = backend.logs(run, stream, tail).await.map_err(|e| RuntimeError::Backend(e.to_string()))?;
         Ok((bytes, row.state))
     }
 

@@ -1,0 +1,627 @@
+//! The Ray backend: runs are Ray jobs, submitted and watched through the Jobs REST API of a
+//! cluster's dashboard (no Python in the server).
+//!
+//! A run's submission id is its [`RunId::key`]. Two background tasks per cluster: one reads
+//! `/api/v0/nodes` every [`RayConfig::nodes_interval`] into the node list the engine places
+//! on (Ray labels, total resources: `CPU` → `cpu`, `GPU` → `gpu`, `memory` bytes →
+//! `memory_gb`, any other resource by its name); the other GETs `/api/jobs/{id}` of each
+//! watched run once per [`RayConfig::poll_interval`] (never the whole job list) and sends
+//! the run's [`Exit`] when Ray says it ended.
+//!
+//! Ray's quirks (shared/recipes/RAY.md) handled here: paths end in `/`; no browser headers
+//! (reqwest sends none); only known fields are sent (unknown ones are a 400); a duplicate
+//! submission id is a 500 "already exists", taken as "already submitted"; a stop of a
+//! `PENDING` job only takes effect once it starts, so the stop is sent again while it stays
+//! pending; Ray forgets every job when it restarts, so a run it no longer knows is failed
+//! with that reason (and retried per the job's policy). Ray merges stderr into stdout: the
+//! stdout log has both, stderr is always empty.
+//!
+//! Unreachable Ray (or one listing no alive node, as while it stops): the last known nodes
+//! are kept (so submissions are still checked against them), and starts fail fast with [`BackendError::Unavailable`], which the loop
+//! turns into a wait with backoff, not a failure.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::backend::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream};
+use crate::engine::{Labels, Milli, Node, Resources};
+
+/// Bytes per `memory_gb` (GiB, as the local backend counts).
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// The reason given for a run Ray does not know (any more).
+pub const LOST: &str = "Ray no longer knows this job (the cluster restarted?)";
+
+/// Least time between two stop requests for the same run.
+const RESTOP: Duration = Duration::from_secs(2);
+
+/// One Ray cluster.
+#[derive(Clone)]
+pub struct RayConfig {
+    /// Registry name, also each node's `backend` and the prefix of its id.
+    pub name: String,
+    /// The dashboard's URL, e.g. `http://127.0.0.1:8265`.
+    pub address: String,
+    /// Sent as `Authorization: Bearer …` (Ray's token auth); never logged.
+    pub token: Option<String>,
+    /// Most runs Berth keeps admitted or running on this cluster at once (default 20; Ray
+    /// itself starts failing submissions past about 30 running jobs).
+    pub max_in_flight: usize,
+    /// How often each watched run's status is read (default 500 ms).
+    pub poll_interval: Duration,
+    /// How often the node list is read (default 2 s).
+    pub nodes_interval: Duration,
+    /// Bound of one request (default 10 s).
+    pub request_timeout: Duration,
+}
+
+impl RayConfig {
+    /// A cluster with the defaults.
+    pub fn new(name: impl Into<String>, address: impl Into<String>) -> RayConfig {
+        RayConfig {
+            name: name.into(),
+            address: address.into(),
+            token: None,
+            max_in_flight: 20,
+            poll_interval: Duration::from_millis(500),
+            nodes_interval: Duration::from_secs(2),
+            request_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl std::fmt::Debug for RayConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RayConfig")
+            .field("name", &self.name)
+            .field("address", &self.address)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("max_in_flight", &self.max_in_flight)
+            .field("poll_interval", &self.poll_interval)
+            .field("nodes_interval", &self.nodes_interval)
+            .finish()
+    }
+}
+
+/// A run this server watches.
+#[derive(Debug)]
+struct Watch {
+    run: RunId,
+    /// Berth stopped it: its end is not reported (the loop already moved on).
+    stopping: bool,
+    last_stop: Option<Instant>,
+}
+
+/// Runs jobs on one Ray cluster.
+pub struct RayBackend {
+    cfg: RayConfig,
+    /// `address` without a trailing `/`.
+    base: String,
+    http: reqwest::Client,
+    exits: UnboundedSender<Exit>,
+    nodes: RwLock<Vec<Node>>,
+    /// Why the last node refresh failed; `None` while Ray answers.
+    unreachable: Mutex<Option<String>>,
+    /// Watched runs by submission id.
+    watched: Mutex<HashMap<String, Watch>>,
+}
+
+impl std::fmt::Debug for RayBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RayBackend").field("cfg", &self.cfg).finish_non_exhaustive()
+    }
+}
+
+/// What a failed request means.
+enum Failure {
+    /// No answer (refused, timed out…).
+    Unreachable(String),
+    /// An answer with this status and body.
+    Status(u16, String),
+}
+
+impl RayBackend {
+    /// A backend sending each run's end to `exits`; starts its node and status tasks (they
+    /// end when the backend is dropped). Call [`RayBackend::refresh_nodes`] once before
+    /// the loop starts so the first snapshot has the cluster's nodes.
+    pub fn new(cfg: RayConfig, exits: UnboundedSender<Exit>) -> Result<Arc<RayBackend>, String> {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(token) = &cfg.token {
+            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| format!("ray `{}`: the token is not a valid header value", cfg.name))?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(Duration::from_secs(3))
+            .timeout(cfg.request_timeout)
+            .build()
+            .map_err(|e| format!("ray `{}`: {e}", cfg.name))?;
+        let base = cfg.address.trim_end_matches('/').to_string();
+        if !base.starts_with("http://") && !base.starts_with("https://") {
+            return Err(format!("ray `{}`: `{}` is not an http:// URL of a Ray dashboard", cfg.name, cfg.address));
+        }
+        let backend = Arc::new(RayBackend {
+            cfg,
+            base,
+            http,
+            exits,
+            nodes: RwLock::default(),
+            unreachable: Mutex::new(None),
+            watched: Mutex::default(),
+        });
+        tokio::spawn(nodes_task(Arc::downgrade(&backend)));
+        tokio::spawn(status_task(Arc::downgrade(&backend)));
+        Ok(backend)
+    }
+
+    pub fn config(&self) -> &RayConfig {
+        &self.cfg
+    }
+
+    /// Reads the node list once; on failure the last known list stays.
+    pub async fn refresh_nodes(&self) -> Result<(), BackendError> {
+        let listed = self.get_json("/api/v0/nodes?limit=10000").await.map(|body| parse_nodes(&self.cfg.name, &body));
+        // A cluster with no alive node is one whose head is going down (`ray stop`): keep
+        // the nodes it will come back with, as when it does not answer at all.
+        let listed = listed.and_then(|n| if n.is_empty() { Err(Failure::Status(200, "no alive node".into())) } else { Ok(n) });
+        match listed {
+            Ok(nodes) => {
+                *self.nodes.write().unwrap_or_else(|e| e.into_inner()) = nodes;
+                if self.lock_unreachable().take().is_some() {
+                    tracing::info!(backend = %self.cfg.name, address = %self.base, "Ray answers again");
+                }
+                Ok(())
+            }
+            Err(f) => {
+                let why = self.describe(&f);
+                let was = self.lock_unreachable().replace(why.clone());
+                if was.is_none() {
+                    tracing::warn!(backend = %self.cfg.name, error = %why, "Ray node list unavailable; keeping the last known nodes");
+                }
+                Err(BackendError::Unavailable(why))
+            }
+        }
+    }
+
+    fn lock_unreachable(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        self.unreachable.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_watched(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
+        self.watched.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn describe(&self, f: &Failure) -> String {
+        match f {
+            Failure::Unreachable(e) => format!("Ray at {} unreachable: {e}", self.base),
+            Failure::Status(200, why) => format!("Ray at {} answered, but {why}", self.base),
+            Failure::Status(code, body) => format!("Ray at {} answered {code}: {}", self.base, last_line(body)),
+        }
+    }
+
+    async fn send(&self, req: reqwest::RequestBuilder) -> Result<String, Failure> {
+        let r = req.send().await.map_err(|e| Failure::Unreachable(error_chain(&e)))?;
+        let status = r.status().as_u16();
+        let body = r.text().await.map_err(|e| Failure::Unreachable(error_chain(&e)))?;
+        if (200..300).contains(&status) {
+            Ok(body)
+        } else {
+            Err(Failure::Status(status, body))
+        }
+    }
+
+    async fn get_json(&self, path: &str) -> Result<Value, Failure> {
+        let body = self.send(self.http.get(format!("{}{path}", self.base))).await?;
+        serde_json::from_str(&body).map_err(|e| Failure::Status(200, format!("not JSON: {e}")))
+    }
+
+    /// The job's status record, `None` when Ray does not know it.
+    async fn job(&self, key: &str) -> Result<Option<Value>, Failure> {
+        match self.get_json(&format!("/api/jobs/{key}")).await {
+            Ok(v) => Ok(Some(v)),
+            Err(Failure::Status(404, _)) => Ok(None),
+            Err(f) => Err(f),
+        }
+    }
+
+    fn watch(&self, run: &RunId) {
+        self.lock_watched().entry(run.key()).or_insert_with(|| Watch { run: run.clone(), stopping: false, last_stop: None });
+    }
+
+    async fn submit(&self, spec: StartSpec) -> Result<String, BackendError> {
+        let key = spec.run.key();
+        if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(BackendError::Failed(format!("run id `{key}` is not a valid Ray submission id")));
+        }
+        if let Some(why) = self.lock_unreachable().clone() {
+            return Err(BackendError::Unavailable(why));
+        }
+        let body = submission(&spec, &self.real_label_keys());
+        match self.send(self.http.post(format!("{}/api/jobs/", self.base)).json(&body)).await {
+            Ok(_) => {}
+            // Submitted before (a restart between submit and record): it is ours.
+            Err(Failure::Status(500, b)) if b.contains("already exists") => {
+                tracing::info!(run = %key, "Ray already has this submission; watching it");
+            }
+            Err(f @ Failure::Unreachable(_)) => return Err(BackendError::Unavailable(self.describe(&f))),
+            Err(f @ Failure::Status(502..=504, _)) => return Err(BackendError::Unavailable(self.describe(&f))),
+            Err(Failure::Status(code, b)) => return Err(BackendError::Failed(format!("Ray refused the job ({code}): {}", last_line(&b)))),
+        }
+        self.watch(&spec.run);
+        Ok(key)
+    }
+
+    /// Label keys some Ray node really has (a selector on any other key would leave the
+    /// job pending in Ray for ever: such keys are Berth's own, like `backend`).
+    fn real_label_keys(&self) -> Vec<String> {
+        let nodes = self.nodes.read().unwrap_or_else(|e| e.into_inner());
+        let mut keys: Vec<String> = nodes.iter().flat_map(|n| n.labels.keys().filter(|k| *k != "backend").cloned()).collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    }
+
+    async fn stop_run(&self, run: &RunId) -> Result<(), BackendError> {
+        let key = run.key();
+        {
+            let mut w = self.lock_watched();
+            let e = w.entry(key.clone()).or_insert_with(|| Watch { run: run.clone(), stopping: true, last_stop: None });
+            e.stopping = true;
+            e.last_stop = Some(Instant::now());
+        }
+        match self.send(self.http.post(format!("{}/api/jobs/{key}/stop", self.base))).await {
+            Ok(_) => Ok(()),
+            Err(Failure::Status(404, _)) => {
+                self.lock_watched().remove(&key);
+                Ok(())
+            }
+            // Still watched: the status task sends the stop again.
+            Err(f) => Err(BackendError::Unavailable(self.describe(&f))),
+        }
+    }
+
+    /// One round of the status task: one GET per watched run.
+    async fn poll_once(&self) {
+        let keys: Vec<String> = self.lock_watched().keys().cloned().collect();
+        for key in keys {
+            let status = match self.job(&key).await {
+                Ok(s) => s,
+                Err(f) => {
+                    tracing::debug!(run = %key, error = %self.describe(&f), "Ray status unavailable");
+                    // Ray is away: try the others next round, not now.
+                    if matches!(f, Failure::Unreachable(_)) {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            let outcome = match &status {
+                None => Some(Outcome::Failed(LOST.into())),
+                Some(job) => outcome_of(job),
+            };
+            // Decided under the lock, done after it.
+            let (exit, restop) = {
+                let mut watched = self.lock_watched();
+                let Some(w) = watched.get_mut(&key) else { continue };
+                match outcome {
+                    Some(outcome) => {
+                        let w = watched.remove(&key).expect("present above");
+                        ((!w.stopping).then_some(Exit { run: w.run, outcome }), false)
+                    }
+                    // A stop of a PENDING job only takes effect once it starts: ask again.
+                    None if w.stopping && w.last_stop.is_none_or(|t| t.elapsed() >= RESTOP) => {
+                        w.last_stop = Some(Instant::now());
+                        (None, true)
+                    }
+                    None => (None, false),
+                }
+            };
+            if let Some(exit) = exit {
+                let _ = self.exits.send(exit);
+            }
+            if restop {
+                let _ = self.send(self.http.post(format!("{}/api/jobs/{key}/stop", self.base))).await;
+            }
+        }
+    }
+
+    async fn fetch_logs(&self, run: &RunId, stream: Stream, tail: Option<u64>) -> Result<Vec<u8>, BackendError> {
+        if stream == Stream::Stderr {
+            return Ok(Vec::new()); // Ray merges stderr into the one log
+        }
+        let key = run.key();
+        let body = match self.get_json(&format!("/api/jobs/{key}/logs")).await {
+            Ok(b) => b,
+            Err(Failure::Status(404, _)) => return Err(BackendError::Failed(format!("Ray has no logs of run {key} (the cluster restarted?)"))),
+            Err(f) => return Err(BackendError::Unavailable(self.describe(&f))),
+        };
+        let logs = body.get("logs").and_then(Value::as_str).unwrap_or_default().as_bytes();
+        let from = tail.map_or(0, |t| logs.len().saturating_sub(usize::try_from(t).unwrap_or(usize::MAX)));
+        Ok(logs[from..].to_vec())
+    }
+
+    async fn adopt_run(&self, run: RunId, handle: Option<String>) -> Adopted {
+        let key = run.key();
+        match self.job(&key).await {
+            Ok(Some(job)) => match outcome_of(&job) {
+                Some(outcome) => Adopted::Ended(outcome),
+                None => {
+                    self.watch(&run);
+                    Adopted::Running { handle: key }
+                }
+            },
+            Ok(None) if handle.is_none() => Adopted::NeverStarted,
+            Ok(None) => Adopted::Ended(Outcome::Failed(LOST.into())),
+            Err(f) => {
+                // Cannot tell now: watch it; the status task settles it once Ray answers.
+                tracing::warn!(run = %key, error = %self.describe(&f), "cannot ask Ray about a run at recovery; watching it");
+                self.watch(&run);
+                Adopted::Running { handle: handle.unwrap_or(key) }
+            }
+        }
+    }
+}
+
+impl Backend for RayBackend {
+    fn name(&self) -> &str {
+        &self.cfg.name
+    }
+
+    fn nodes(&self) -> Vec<Node> {
+        self.nodes.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {
+        Box::pin(self.submit(spec))
+    }
+
+    fn stop(&self, run: RunId, _handle: String) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(async move { self.stop_run(&run).await })
+    }
+
+    fn adopt(&self, run: RunId, handle: Option<String>) -> BoxFuture<'_, Adopted> {
+        Box::pin(self.adopt_run(run, handle))
+    }
+
+    fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>> {
+        Box::pin(async move { self.fetch_logs(&run, stream, tail_bytes).await })
+    }
+
+    fn max_in_flight(&self) -> Option<usize> {
+        Some(self.cfg.max_in_flight)
+    }
+}
+
+async fn nodes_task(backend: Weak<RayBackend>) {
+    loop {
+        let Some(b) = backend.upgrade() else { return };
+        let every = b.cfg.nodes_interval;
+        let _ = b.refresh_nodes().await;
+        drop(b);
+        tokio::time::sleep(every).await;
+    }
+}
+
+async fn status_task(backend: Weak<RayBackend>) {
+    loop {
+        let Some(b) = backend.upgrade() else { return };
+        let every = b.cfg.poll_interval;
+        b.poll_once().await;
+        drop(b);
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// The body of `POST /api/jobs/` for a run: only fields Ray knows.
+fn submission(spec: &StartSpec, real_label_keys: &[String]) -> Value {
+    let mut runtime_env: Map<String, Value> = spec.runtime_env.clone();
+    let mut env_vars: Map<String, Value> = spec.env_vars.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
+    env_vars.insert("BERTH_JOB_ID".into(), Value::String(spec.run.job.to_string()));
+    env_vars.insert("BERTH_RUN".into(), Value::String(spec.run.run.to_string()));
+    runtime_env.insert("env_vars".into(), Value::Object(env_vars));
+    if let Some(dir) = &spec.working_dir {
+        runtime_env.insert("working_dir".into(), Value::String(dir.clone()));
+    }
+    let mut body = json!({
+        "entrypoint": spec.entrypoint,
+        "submission_id": spec.run.key(),
+        "runtime_env": runtime_env,
+        "metadata": spec.metadata,
+    });
+    let mut custom = Map::new();
+    for (name, amount) in spec.resources.iter() {
+        let x = amount.as_f64();
+        if x <= 0.0 {
+            continue;
+        }
+        match &**name {
+            "cpu" => body["entrypoint_num_cpus"] = json!(x),
+            "gpu" => body["entrypoint_num_gpus"] = json!(x),
+            "memory_gb" => body["entrypoint_memory"] = json!((x * GIB).ceil() as u64),
+            other => {
+                custom.insert(other.to_string(), json!(x));
+            }
+        }
+    }
+    if !custom.is_empty() {
+        body["entrypoint_resources"] = Value::Object(custom);
+    }
+    let selector: Map<String, Value> = spec
+        .selector_labels
+        .iter()
+        .filter(|(k, _)| real_label_keys.iter().any(|r| r == *k))
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect();
+    if !selector.is_empty() {
+        body["entrypoint_label_selector"] = Value::Object(selector);
+    }
+    body
+}
+
+/// How a job ended, from its status record; `None` while it is pending or running.
+fn outcome_of(job: &Value) -> Option<Outcome> {
+    let text = |k: &str| job.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    match job.get("status").and_then(Value::as_str).unwrap_or_default() {
+        "SUCCEEDED" => Some(Outcome::Exited(0)),
+        "FAILED" => {
+            let (kind, message) = (text("error_type"), text("message"));
+            Some(Outcome::Failed(match (kind.is_empty(), message.is_empty()) {
+                (false, false) => format!("{kind}: {message}"),
+                (false, true) => kind,
+                (true, false) => message,
+                (true, true) => "failed in Ray".into(),
+            }))
+        }
+        "STOPPED" => Some(Outcome::Failed("stopped in Ray (not by Berth)".into())),
+        _ => None,
+    }
+}
+
+/// Ray's node list as engine nodes (alive ones, sorted by id so a refresh compares equal).
+fn parse_nodes(backend: &str, body: &Value) -> Vec<Node> {
+    let list = body.pointer("/data/result/result").and_then(Value::as_array).cloned().unwrap_or_default();
+    let mut nodes: Vec<Node> = list
+        .iter()
+        .filter(|n| n.get("state").and_then(Value::as_str) == Some("ALIVE"))
+        .filter_map(|n| {
+            let ray_id = n.get("node_id")?.as_str()?;
+            let mut labels: Labels = BTreeMap::new();
+            if let Some(l) = n.get("labels").and_then(Value::as_object) {
+                for (k, v) in l {
+                    if let Some(v) = v.as_str() {
+                        labels.insert(k.clone(), v.to_string());
+                    }
+                }
+            }
+            labels.entry("backend".into()).or_insert_with(|| "ray".into());
+            let mut capacity: Vec<(String, Milli)> = Vec::new();
+            if let Some(r) = n.get("resources_total").and_then(Value::as_object) {
+                for (k, v) in r {
+                    let Some(x) = v.as_f64() else { continue };
+                    let (name, x) = match k.as_str() {
+                        "CPU" => ("cpu".to_string(), x),
+                        "GPU" => ("gpu".to_string(), x),
+                        // Rounded down: a request of the whole node must still fit in Ray.
+                        "memory" => ("memory_gb".to_string(), (x / GIB * 1000.0).floor() / 1000.0),
+                        "object_store_memory" => continue,
+                        k if k.starts_with("node:") => continue,
+                        // Ray's own `GPU` wins over a custom lower-case `gpu`.
+                        "gpu" if r.contains_key("GPU") => continue,
+                        k => (k.to_string(), x),
+                    };
+                    if let Some(m) = Milli::from_f64(x) {
+                        capacity.push((name, m));
+                    }
+                }
+            }
+            let short: String = ray_id.chars().take(12).collect();
+            Some(Node { id: format!("{backend}:{short}").into(), backend: backend.into(), labels, capacity: Resources::new(capacity) })
+        })
+        .collect();
+    nodes.sort_by(|a, b| a.id.cmp(&b.id));
+    nodes
+}
+
+/// The last non-empty line of a body (Ray's errors are Python tracebacks), bounded.
+fn last_line(body: &str) -> String {
+    let line = body.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or("(empty body)");
+    line.chars().take(300).collect()
+}
+
+/// An error with its causes (`error sending request: … : Connection refused`).
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::FlavorAssignment;
+
+    fn spec() -> StartSpec {
+        StartSpec {
+            run: RunId { job: "j-1".into(), run: 2 },
+            entrypoint: "echo hi".into(),
+            working_dir: None,
+            env_vars: BTreeMap::from([("A".into(), "b".into())]),
+            runtime_env: Map::new(),
+            resources: Resources::new([("cpu", Milli::units(1)), ("gpu", Milli::units(2)), ("memory_gb", Milli(500)), ("accel", Milli::units(1))]),
+            node: "ray:abc".into(),
+            flavors: vec![FlavorAssignment { flavor: "f".into(), resources: vec!["cpu".into()] }],
+            selector_labels: BTreeMap::from([("pool".into(), "test".into()), ("backend".into(), "ray".into())]),
+            metadata: BTreeMap::from([("queue".into(), "q".into())]),
+        }
+    }
+
+    #[test]
+    fn a_submission_carries_resources_selector_and_metadata_and_nothing_else() {
+        let body = submission(&spec(), &["pool".to_string()]);
+        assert_eq!(
+            body,
+            json!({
+                "entrypoint": "echo hi",
+                "submission_id": "j-1-r2",
+                "runtime_env": {"env_vars": {"A": "b", "BERTH_JOB_ID": "j-1", "BERTH_RUN": "2"}},
+                "metadata": {"queue": "q"},
+                "entrypoint_num_cpus": 1.0,
+                "entrypoint_num_gpus": 2.0,
+                "entrypoint_memory": 536870912u64,
+                "entrypoint_resources": {"accel": 1.0},
+                // `backend` is Berth's label, no Ray node has it.
+                "entrypoint_label_selector": {"pool": "test"},
+            })
+        );
+    }
+
+    #[test]
+    fn statuses_map_to_outcomes() {
+        assert_eq!(outcome_of(&json!({"status": "RUNNING"})), None);
+        assert_eq!(outcome_of(&json!({"status": "PENDING"})), None);
+        assert_eq!(outcome_of(&json!({"status": "SUCCEEDED"})), Some(Outcome::Exited(0)));
+        assert_eq!(
+            outcome_of(&json!({"status": "FAILED", "error_type": "JOB_ENTRYPOINT_COMMAND_ERROR", "message": "exit 3"})),
+            Some(Outcome::Failed("JOB_ENTRYPOINT_COMMAND_ERROR: exit 3".into()))
+        );
+        assert!(matches!(outcome_of(&json!({"status": "STOPPED"})), Some(Outcome::Failed(_))));
+    }
+
+    #[test]
+    fn nodes_come_from_the_state_api_with_berth_names() {
+        let body = json!({"result": true, "data": {"result": {"result": [
+            {"node_id": "7f5033466a00ef22e3603ec5", "state": "ALIVE",
+             "resources_total": {"CPU": 4.0, "GPU": 2.0, "memory": 16418352743.0, "object_store_memory": 7.0e9,
+                                 "node:127.0.0.1": 1.0, "node:__internal_head__": 1.0, "accel": 2.0},
+             "labels": {"ray.io/node-id": "7f50", "pool": "test"}},
+            {"node_id": "dead", "state": "DEAD", "resources_total": {"CPU": 1.0}, "labels": {}}
+        ]}}});
+        let nodes = parse_nodes("ray", &body);
+        assert_eq!(nodes.len(), 1);
+        let n = &nodes[0];
+        assert_eq!(&*n.id, "ray:7f5033466a00");
+        assert_eq!(&*n.backend, "ray");
+        assert_eq!(n.labels.get("pool").map(String::as_str), Some("test"));
+        assert_eq!(n.labels.get("backend").map(String::as_str), Some("ray"));
+        assert_eq!(n.capacity, Resources::new([("cpu", Milli::units(4)), ("gpu", Milli::units(2)), ("accel", Milli::units(2)), ("memory_gb", Milli(15290))]));
+    }
+
+    #[test]
+    fn ray_errors_are_shortened_to_their_last_line() {
+        assert_eq!(last_line("Traceback…\n  File x\nValueError: Job with submission_id a already exists.\n\n"), "ValueError: Job with submission_id a already exists.");
+    }
+}

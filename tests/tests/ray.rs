@@ -1,0 +1,345 @@
+//! Jobs on a real Ray head: the real `berth` binary with `--no-local --ray ray=URL`, the
+//! single-node head `.ci/ray.sh start` runs (4 CPUs, 2 GPUs, 2 `accel`, label pool=test).
+//! `make test` starts it and sets BERTH_TEST_RAY_URL; without it these tests fail, saying so.
+//!
+//! The tests share the one cluster, so they take turns (a lock), and each checks what Ray
+//! itself saw through its REST API.
+
+mod common;
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::berth::{eventually, Berth};
+use common::Backend;
+use serde_json::{json, Value};
+
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+/// One test at a time on the shared cluster (each Berth counts its 4 CPUs as its own).
+static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn ray_url() -> String {
+    std::env::var("BERTH_TEST_RAY_URL")
+        .expect("BERTH_TEST_RAY_URL is not set: the Ray tests need a Ray head (`make test` starts one with .ci/ray.sh start)")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// One flavor on the Ray node by its label, one queue `q` (cpu quota `cpu_quota`, e.g.
+/// `, nominal_quota: 1`, others unlimited; `preemption` is `never` or `lower_priority`),
+/// one catch-all rule.
+fn config(selector_pool: &str, cpu_quota: &str, preemption: &str) -> String {
+    format!(
+        r#"
+resource_flavors:
+  - name: ray-test
+    selector:
+      - {{key: pool, operator: in, values: [{selector_pool}]}}
+resource_queues:
+  - name: q
+    preemption: {{within_resource_queue: {preemption}}}
+    resource_groups:
+      - covered_resources: [cpu, gpu, accel, memory_gb]
+        flavors: [{{name: ray-test, resources: [{{name: cpu{cpu_quota}}}]}}]
+scheduling_rules:
+  - resource_queue: q
+    priority_policy: {{default: 0, min: 0, max: 100, on_violation: reject}}
+"#
+    )
+}
+
+/// A server whose only backend is the test cluster (through `url`, default the real one).
+async fn berth_on(url: &str, cpu_quota: &str, preemption: &str) -> Berth {
+    let b = Berth::start(Backend::Sqlite, &["--no-local", "--ray", &format!("ray={url}"), "--ray-poll-ms", "200"]).await;
+    b.apply(&config("test", cpu_quota, preemption)).await;
+    b
+}
+
+/// Ray's record of a submission, `None` when it does not know it.
+async fn ray_job(submission: &str) -> Option<Value> {
+    let r = reqwest::get(format!("{}/api/jobs/{submission}", ray_url())).await.unwrap();
+    if r.status().as_u16() == 404 {
+        return None;
+    }
+    r.json().await.ok()
+}
+
+/// Polls Ray until the submission has one of `statuses`; its record.
+async fn wait_ray(submission: &str, statuses: &[&str], timeout: Duration) -> Value {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let job = ray_job(submission).await;
+        if let Some(j) = &job {
+            if statuses.contains(&j["status"].as_str().unwrap_or("")) {
+                return j.clone();
+            }
+        }
+        assert!(Instant::now() < deadline, "Ray job {submission} did not reach {statuses:?} in {timeout:?}: {job:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Polls until the job's reason contains `needle`; the job.
+async fn wait_reason(b: &Berth, id: &str, needle: &str, timeout: Duration) -> Value {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let job = b.job(id).await;
+        if job["reason"].as_str().unwrap_or_default().contains(needle) {
+            return job;
+        }
+        assert!(Instant::now() < deadline, "no `{needle}` in the reason within {timeout:?}: {job:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Whether a process whose command line contains `marker` runs on this host.
+fn running(marker: &str) -> bool {
+    let out = std::process::Command::new("pgrep").arg("-f").arg(marker).output().unwrap();
+    !out.stdout.is_empty()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_runs_on_ray_and_its_logs_and_failures_show_in_berth() {
+    let _turn = CLUSTER.lock().await;
+    let b = berth_on(&ray_url(), "", "lower_priority").await;
+    // Ray's node, with Berth's names for its resources.
+    let (_, nodes) = b.get("/api/v1/nodes").await;
+    let node = nodes["nodes"].as_array().and_then(|n| n.first()).cloned().unwrap_or_else(|| panic!("no Ray node: {nodes}"));
+    assert_eq!(node["backend"], "ray", "{node}");
+    assert!(node["id"].as_str().unwrap().starts_with("ray:"), "{node}");
+
+    let id = b
+        .submit(json!({
+            "entrypoint": "echo hello-from-ray; echo gpus=$CUDA_VISIBLE_DEVICES; echo on-stderr >&2",
+            "resources": {"cpu": 1, "gpu": 1, "memory_gb": 0.1, "custom": {"accel": 1}},
+            "runtime_env": {"env_vars": {"GREETING": "hi"}},
+        }))
+        .await;
+    let done = b.wait_state(&id, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["exit_code"], 0, "{done:#}");
+    let (status, logs) = b.get_text(&format!("/api/v1/jobs/{id}/logs")).await;
+    assert_eq!(status, 200, "{logs}");
+    assert!(logs.contains("hello-from-ray") && logs.contains("gpus=0") && logs.contains("on-stderr"), "{logs}");
+    // What Ray received: Berth's id as submission id, string metadata, the label selector.
+    let on_ray = ray_job(&format!("{id}-r1")).await.expect("Ray knows the run");
+    assert_eq!(on_ray["status"], "SUCCEEDED");
+    assert_eq!(on_ray["metadata"]["berth_job_id"], json!(id), "{on_ray:#}");
+    assert_eq!(on_ray["metadata"]["queue"], "q");
+    assert_eq!(on_ray["metadata"]["flavor"], "ray-test");
+    assert_eq!(on_ray["runtime_env"]["env_vars"]["GREETING"], "hi");
+
+    // A failing job shows Ray's error type and message.
+    let id = b.submit(json!({"entrypoint": "exit 3", "resources": {"cpu": 1}})).await;
+    let failed = b.wait_state(&id, &["failed"], SECS(60)).await;
+    let reason = failed["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("JOB_ENTRYPOINT_COMMAND_ERROR"), "{failed:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_flavor_matching_no_ray_node_keeps_the_job_pending_with_that_reason() {
+    let _turn = CLUSTER.lock().await;
+    let b = berth_on(&ray_url(), ", nominal_quota: 0", "lower_priority").await;
+    // Held by a zero quota while its flavor still matches the node...
+    let id = b.submit(json!({"entrypoint": "echo moved", "resources": {"cpu": 1}})).await;
+    b.wait_state(&id, &["pending"], SECS(5)).await;
+    // ...then the flavor selects `pool=nowhere`, which no Ray node has.
+    b.apply(&config("nowhere", "", "lower_priority")).await;
+    let job = wait_reason(&b, &id, "no node matches", SECS(10)).await;
+    assert_eq!(job["state"], "pending");
+    assert!(job["reason"].as_str().unwrap().contains("nowhere"), "{job:#}");
+    tokio::time::sleep(SECS(1)).await;
+    assert!(ray_job(&format!("{id}-r1")).await.is_none(), "Ray must not have received it");
+    // A new job for that flavor is refused at once.
+    let (status, body) = b.post("/api/v1/jobs", &json!({"entrypoint": "true", "resources": {"cpu": 1}})).await;
+    assert_eq!(status, 422, "{body}");
+    // Selecting the node's label again lets it run.
+    b.apply(&config("test", "", "lower_priority")).await;
+    b.wait_state(&id, &["succeeded"], SECS(60)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quota_and_priority_decide_the_order_ray_receives_jobs() {
+    let _turn = CLUSTER.lock().await;
+    let b = berth_on(&ray_url(), ", nominal_quota: 1", "never").await;
+    let job = |p: i64, cmd: &str| json!({"entrypoint": cmd, "priority": p, "resources": {"cpu": 1}});
+    let first = b.submit(job(0, "sleep 2")).await;
+    b.wait_state(&first, &["running"], SECS(30)).await;
+    // Submitted low to high, while the quota of 1 CPU is held.
+    let mut ids = Vec::new();
+    for p in [1, 3, 2, 5] {
+        ids.push((p, b.submit(job(p, "true")).await));
+    }
+    let mut all: Vec<String> = ids.iter().map(|(_, id)| id.clone()).collect();
+    all.push(first.clone());
+    let ended = b.wait_all_ended(&all, SECS(120)).await;
+    assert!(ended.iter().all(|j| j["state"] == "succeeded"), "{ended:#?}");
+    // Ray received them by priority: 5, 3, 2, 1, each after the one before ended (quota 1).
+    // (Ray's `start_time` is when it received the submission.)
+    let mut starts = Vec::new();
+    for (p, id) in &ids {
+        let r = ray_job(&format!("{id}-r1")).await.expect("on Ray");
+        starts.push((r["start_time"].as_i64().unwrap(), r["end_time"].as_i64().unwrap(), *p));
+    }
+    starts.sort();
+    let order: Vec<i64> = starts.iter().map(|s| s.2).collect();
+    assert_eq!(order, [5, 3, 2, 1], "Ray start order by priority: {starts:?}");
+    for w in starts.windows(2) {
+        assert!(w[1].0 >= w[0].1, "two jobs of a 1-CPU quota overlapped on Ray: {starts:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn preemption_stops_the_ray_job_and_requeues_it() {
+    let _turn = CLUSTER.lock().await;
+    let b = berth_on(&ray_url(), ", nominal_quota: 1", "lower_priority").await;
+    // The first run sleeps (a marker to find its process), a later one ends at once.
+    let low = b
+        .submit(json!({"entrypoint": "if [ \"$BERTH_RUN\" = 1 ]; then sleep 61.4242; fi; echo low-done", "priority": 1, "resources": {"cpu": 1}}))
+        .await;
+    b.wait_state(&low, &["running"], SECS(30)).await;
+    wait_ray(&format!("{low}-r1"), &["RUNNING"], SECS(30)).await;
+    assert!(eventually(SECS(10), || running("sleep 61.4242")).await, "the low job's process runs");
+    let high = b.submit(json!({"entrypoint": "echo high-done", "priority": 9, "resources": {"cpu": 1}})).await;
+    // The victim's Ray job is stopped, its process tree gone; it comes back as run 2.
+    wait_ray(&format!("{low}-r1"), &["STOPPED"], SECS(30)).await;
+    assert!(eventually(SECS(10), || !running("sleep 61.4242")).await, "the preempted process tree is gone");
+    b.wait_state(&high, &["succeeded"], SECS(60)).await;
+    let low_done = b.wait_state(&low, &["succeeded"], SECS(60)).await;
+    assert_eq!(low_done["runs"], 2, "{low_done:#}");
+    let preempted = b.events("kind=preempted").await;
+    assert_eq!(preempted.len(), 1, "{preempted:#?}");
+    assert_eq!(preempted[0]["job_id"], json!(low));
+    wait_ray(&format!("{low}-r2"), &["SUCCEEDED"], SECS(10)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_timeout_stops_the_ray_job() {
+    let _turn = CLUSTER.lock().await;
+    let b = berth_on(&ray_url(), "", "lower_priority").await;
+    let id = b.submit(json!({"entrypoint": "sleep 62.4242", "timeout_s": 2, "resources": {"cpu": 1}})).await;
+    let job = b.wait_state(&id, &["timed_out"], SECS(60)).await;
+    assert!(job["reason"].as_str().unwrap_or_default().contains("timeout"), "{job:#}");
+    wait_ray(&format!("{id}-r1"), &["STOPPED"], SECS(30)).await;
+    assert!(eventually(SECS(10), || !running("sleep 62.4242")).await, "the timed-out process tree is gone");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn while_ray_is_unreachable_jobs_wait_and_run_when_it_is_back() {
+    let _turn = CLUSTER.lock().await;
+    let proxy = Proxy::start(&ray_url()).await;
+    let b = berth_on(&proxy.url(), "", "lower_priority").await;
+    let (_, nodes) = b.get("/api/v1/nodes").await;
+    assert_eq!(nodes["nodes"].as_array().map(Vec::len), Some(1), "{nodes}");
+    proxy.down();
+    tokio::time::sleep(SECS(3)).await; // a node refresh fails in between
+    let id = b.submit(json!({"entrypoint": "echo after-the-outage", "resources": {"cpu": 1}, "max_retries": 0})).await;
+    let job = wait_reason(&b, &id, "unavailable", SECS(15)).await;
+    assert_eq!(job["state"], "pending", "{job:#}");
+    assert!(job["reason"].as_str().unwrap().contains("retrying in"), "{job:#}");
+    assert_eq!(job["retries"], 0, "waiting for a backend is not a retry: {job:#}");
+    tokio::time::sleep(SECS(3)).await;
+    assert_eq!(b.job(&id).await["state"], "pending");
+    // Bounded attempts while down: backoff, not a busy loop.
+    let requeued = b.events(&format!("job={id}&kind=requeued")).await.len();
+    assert!((1..=8).contains(&requeued), "{requeued} attempts in 6 s");
+    proxy.up().await;
+    let done = b.wait_state(&id, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["runs"], 1, "{done:#}");
+}
+
+/// A TCP forwarder to Ray that can be taken down (connections cut, port refused) and up.
+struct Proxy {
+    port: u16,
+    target: String,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Proxy {
+    async fn start(ray: &str) -> Proxy {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let target = ray.trim_start_matches("http://").to_string();
+        let p = Proxy { port, target, task: Mutex::new(None) };
+        p.up().await;
+        p
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    async fn up(&self) {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", self.port)).await.unwrap();
+        let target = self.target.clone();
+        let task = tokio::spawn(async move {
+            let mut conns = tokio::task::JoinSet::new();
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else { return };
+                let target = target.clone();
+                conns.spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        *self.task.lock().unwrap() = Some(task);
+    }
+
+    /// Aborting the task drops the listener and every connection (the JoinSet aborts them).
+    fn down(&self) {
+        if let Some(t) = self.task.lock().unwrap().take() {
+            t.abort();
+        }
+    }
+}
+
+/// Runs `.ci/ray.sh ARG` (the script `make test` uses); panics unless it succeeds.
+fn ray_sh(arg: &str) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/ray.sh");
+    let out = std::process::Command::new(&script).arg(arg).output().unwrap();
+    assert!(out.status.success(), "{} {arg} failed: {}", script.display(), String::from_utf8_lossy(&out.stderr));
+}
+
+/// Starts Ray again if a test stopped it and did not get to start it (a failed assertion).
+struct RestartRay(bool);
+
+impl Drop for RestartRay {
+    fn drop(&mut self) {
+        if self.0 {
+            ray_sh("start");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ray_stopped_mid_run_and_restarted_loses_no_job() {
+    let _turn = CLUSTER.lock().await;
+    let mut b = berth_on(&ray_url(), "", "lower_priority").await;
+    // Run 1 sleeps through the outage; Ray forgets it; run 2 finishes.
+    let a = b
+        .submit(json!({"entrypoint": "if [ \"$BERTH_RUN\" = 1 ]; then sleep 63.4242; fi; echo a-done", "max_retries": 1, "resources": {"cpu": 1}}))
+        .await;
+    b.wait_state(&a, &["running"], SECS(30)).await;
+    wait_ray(&format!("{a}-r1"), &["RUNNING"], SECS(30)).await;
+
+    let mut restart = RestartRay(true);
+    ray_sh("stop");
+    // Submitted while Ray is down: it waits.
+    let c = b.submit(json!({"entrypoint": "echo c-done", "resources": {"cpu": 1}})).await;
+    // Berth itself restarts during the outage too: it adopts `a` without being able to ask Ray.
+    b.kill9();
+    b.spawn().await;
+    assert_eq!(b.job(&c).await["state"], "pending");
+    ray_sh("start");
+    restart.0 = false;
+
+    let c_done = b.wait_state(&c, &["succeeded"], SECS(90)).await;
+    assert_eq!(c_done["retries"], 0, "{c_done:#}");
+    let a_done = b.wait_state(&a, &["succeeded"], SECS(90)).await;
+    assert_eq!(a_done["runs"], 2, "{a_done:#}");
+    let retried = b.events(&format!("job={a}&kind=retried")).await;
+    assert!(retried.iter().any(|e| e["message"].as_str().unwrap_or_default().contains("no longer knows")), "{retried:#?}");
+    let (_, logs) = b.get_text(&format!("/api/v1/jobs/{a}/logs")).await;
+    assert!(logs.contains("a-done"), "{logs}");
+}
