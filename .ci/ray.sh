@@ -58,6 +58,9 @@ start)
   done
   say "the Ray Jobs API at $URL did not become ready"; exit 1 ;;
 stop)
-  [ -x "$RAY_VENV/bin/ray" ] && "$RAY_VENV/bin/ray" stop --grace-period 10 >&2 || true ;;
+  # ray stop prints every process's command line; keep only whether it worked.
+  if [ -x "$RAY_VENV/bin/ray" ]; then
+    "$RAY_VENV/bin/ray" stop --grace-period 10 >/dev/null 2>&1 && say "stopped" || say "ray stop failed (was it running?)"
+  fi ;;
 *) echo "usage: $0 install|start|stop" >&2; exit 2 ;;
 esac

@@ -330,7 +330,11 @@ async fn ray_stopped_mid_run_and_restarted_loses_no_job() {
     // Berth itself restarts during the outage too: it adopts `a` without being able to ask Ray.
     b.kill9();
     b.spawn().await;
-    assert_eq!(b.job(&c).await["state"], "pending");
+    // Not lost and not failed. (Pending, or admitted/running when the server died between
+    // deciding and writing back the refused start: Berth cannot ask Ray until it is back,
+    // so it keeps watching the run.)
+    let c_now = b.job(&c).await;
+    assert!(["pending", "admitted", "running"].contains(&c_now["state"].as_str().unwrap()), "{c_now:#}");
     ray_sh("start");
     restart.0 = false;
 
