@@ -337,6 +337,7 @@ pub mod codec {
         Ok(s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect())
     }
 
+    #[allow(clippy::ptr_arg)] // the codec's signature is `fn(&T)` with `T = Vec<String>`
     fn fmt_list(v: &Vec<String>) -> String {
         v.join(", ")
     }
