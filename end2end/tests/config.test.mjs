@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, startBrowser, hydrated, screenshot, applyConfig, SIZES } from './harness.mjs';
+import { GPU_CONFIG } from './configs.mjs';
 
 let server, chrome;
 before(async () => {
@@ -13,34 +14,6 @@ after(async () => {
   await chrome?.browser.close();
   await server?.stop();
 });
-
-const GPU_CONFIG = `resource_flavors:
-  - name: local
-  - name: spot
-    selector:
-      - key: market
-        operator: in
-        values: [spot]
-resource_queues:
-  - name: default
-  - name: research
-    preemption:
-      within_resource_queue: lower_priority
-    resource_groups:
-      - covered_resources: [gpu]
-        flavors:
-          - name: spot
-            resources:
-              - name: gpu
-                nominal_quota: 64
-scheduling_rules:
-  - resource_queue: research
-    selector:
-      - key: team
-        operator: in
-        values: [research]
-  - resource_queue: default
-`;
 
 test('fresh install shows version 1 and the history lists applied versions with local times', async () => {
   const page = await chrome.newPage(SIZES.desktop, { timezoneId: 'Asia/Tokyo' });

@@ -1,4 +1,37 @@
-// Generated configs for the browser tests.
+// Configs for the browser tests.
+
+/** Two flavors, two queues (research has a 64-GPU quota on spot), a team rule and a catch-all. */
+export const GPU_CONFIG = `resource_flavors:
+  - name: local
+  - name: spot
+    selector:
+      - key: market
+        operator: in
+        values: [spot]
+resource_queues:
+  - name: default
+    resource_groups:
+      - covered_resources: [cpu, gpu, memory_gb]
+        flavors:
+          - name: local
+  - name: research
+    preemption:
+      within_resource_queue: lower_priority
+    resource_groups:
+      - covered_resources: [gpu]
+        flavors:
+          - name: spot
+            resources:
+              - name: gpu
+                nominal_quota: 64
+scheduling_rules:
+  - resource_queue: research
+    selector:
+      - key: team
+        operator: in
+        values: [research]
+  - resource_queue: default
+`;
 
 /** 4 flavors, 200 queues (one group of 3 resources, 2 flavors with quotas), 200 rules + a catch-all. */
 export function bigConfig(queues = 200) {

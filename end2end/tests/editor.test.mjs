@@ -4,38 +4,8 @@
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getVersion, SIZES } from './harness.mjs';
+import { GPU_CONFIG } from './configs.mjs';
 
-export const GPU_CONFIG = `resource_flavors:
-  - name: local
-  - name: spot
-    selector:
-      - key: market
-        operator: in
-        values: [spot]
-resource_queues:
-  - name: default
-    resource_groups:
-      - covered_resources: [cpu, gpu, memory_gb]
-        flavors:
-          - name: local
-  - name: research
-    preemption:
-      within_resource_queue: lower_priority
-    resource_groups:
-      - covered_resources: [gpu]
-        flavors:
-          - name: spot
-            resources:
-              - name: gpu
-                nominal_quota: 64
-scheduling_rules:
-  - resource_queue: research
-    selector:
-      - key: team
-        operator: in
-        values: [research]
-  - resource_queue: default
-`;
 
 let chrome, server, page;
 before(async () => { chrome = await startBrowser(); });

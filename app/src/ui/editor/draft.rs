@@ -236,6 +236,19 @@ impl ListOp {
         }
     }
 
+    /// Like [`apply`](Self::apply) for items with unique names: a duplicate is renamed
+    /// `name-copy` (or `name-copy-2`, …) so it is not an error at once.
+    pub fn apply_named<T: Clone>(self, list: &mut Vec<T>, name: fn(&mut T) -> &mut String) {
+        self.apply(list);
+        if let ListOp::Duplicate(i) = self {
+            if i + 1 < list.len() {
+                let base = format!("{}-copy", name(&mut list[i]));
+                let taken: Vec<String> = list.iter_mut().map(|x| name(x).clone()).collect();
+                *name(&mut list[i + 1]) = unique_name(&base, taken.iter().map(String::as_str));
+            }
+        }
+    }
+
     /// The index the item acted on has afterwards (where focus should go).
     pub fn target(self) -> usize {
         match self {
@@ -317,6 +330,13 @@ mod tests {
             stale.apply(&mut v);
         }
         assert_eq!(v, [1, 1, 2]);
+    }
+
+    #[test]
+    fn a_duplicate_of_a_named_item_gets_a_free_name() {
+        let mut names = vec!["spot".to_string(), "spot-copy".to_string()];
+        ListOp::Duplicate(0).apply_named(&mut names, |n| n);
+        assert_eq!(names, ["spot", "spot-copy-2", "spot-copy"]);
     }
 
     #[test]

@@ -270,6 +270,31 @@ pub fn ItemActions(
     }
 }
 
+/// A section of the form (flavors, queues, rules): heading with a count, a hint, the items
+/// (`children`) and an add button.
+#[component]
+pub fn EditorSection(
+    /// Id of the heading; also names the add button's test id: `add-{id}`.
+    id: &'static str,
+    title: &'static str,
+    hint: &'static str,
+    len: Memo<usize>,
+    add_label: &'static str,
+    on_add: Callback<()>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <section class="card editor-section" aria-labelledby=format!("{id}-h")>
+            <div class="section-head">
+                <h2 id=format!("{id}-h")>{title} <span class="count">{move || len.get()}</span></h2>
+                <p class="hint">{hint}</p>
+            </div>
+            {children()}
+            <button type="button" class="button" data-testid=format!("add-{id}") on:click=move |_| on_add.run(())>{add_label}</button>
+        </section>
+    }
+}
+
 /// Codecs for the fields of the config.
 pub mod codec {
     use super::Codec;
@@ -312,6 +337,7 @@ pub mod codec {
         Ok(s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect())
     }
 
+    #[allow(clippy::ptr_arg)] // the codec's signature is `fn(&T)` with `T = Vec<String>`
     fn fmt_list(v: &Vec<String>) -> String {
         v.join(", ")
     }

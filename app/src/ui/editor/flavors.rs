@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use super::draft::{slice, ProblemScope, flavors_mut, unique_name, Draft, ListOp};
-use super::fields::{focus_later, Codec, FieldProblems, ItemActions, ParsedField, TextField};
+use super::fields::{focus_later, Codec, EditorSection, FieldProblems, ItemActions, ParsedField, TextField};
 use super::selector::SelectorEditor;
 use crate::config::ResourceFlavor;
 
@@ -32,23 +32,19 @@ fn format_advanced(m: &Option<Map>) -> String {
 pub fn FlavorsSection() -> impl IntoView {
     let draft = expect_context::<Draft>();
     let len = Memo::new(move |_| draft.config.with(|c| c.flavors().len()));
-    let add = move |_| {
+    let add = Callback::new(move |()| {
         let at = len.get_untracked();
         draft.edit(|c| {
             let name = unique_name("flavor", c.flavors().iter().map(|f| f.name.as_str()));
             flavors_mut(c).push(ResourceFlavor { name, ..Default::default() });
         });
         focus_later(format!("f-resource_flavors-{at}-name"));
-    };
+    });
     view! {
-        <section class="card editor-section" aria-labelledby="flavors-h">
-            <div class="section-head">
-                <h2 id="flavors-h">"Resource flavors" <span class="count">{move || len.get()}</span></h2>
-                <p class="hint">"Which nodes count as what. A flavor without selector matches every node."</p>
-            </div>
+        <EditorSection id="flavor" title="Resource flavors" len add_label="+ Add flavor" on_add=add
+            hint="Which nodes count as what. A flavor without selector matches every node.">
             <For each=move || 0..len.get() key=|i| *i children=move |i| view! { <FlavorCard i len/> }/>
-            <button type="button" class="button" data-testid="add-flavor" on:click=add>"+ Add flavor"</button>
-        </section>
+        </EditorSection>
     }
 }
 
@@ -68,16 +64,7 @@ fn FlavorCard(i: usize, len: Memo<usize>) -> impl IntoView {
             }
         })
     };
-    let on_op = Callback::new(move |op: ListOp| {
-        draft.edit(|c| {
-            let list = flavors_mut(c);
-            op.apply(list);
-            if let ListOp::Duplicate(i) = op {
-                let copy = unique_name(&format!("{}-copy", list[i].name), list.iter().map(|f| f.name.as_str()));
-                list[i + 1].name = copy;
-            }
-        })
-    });
+    let on_op = Callback::new(move |op: ListOp| draft.edit(|c| op.apply_named(flavors_mut(c), |f| &mut f.name)));
     let noun = format!("flavor {}", i + 1);
     view! {
         <article class="item" data-testid="flavor" aria-label=noun.clone()>

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use super::draft::{slice, ProblemScope, flavor_quota_mut, group_mut, name_options, queues_mut, unique_name, Draft, ListOp};
-use super::fields::{codec, focus_later, FieldProblems, ItemActions, ParsedField, SelectField, TextField};
+use super::fields::{codec, focus_later, EditorSection, FieldProblems, ItemActions, ParsedField, SelectField, TextField};
 use crate::config::{
     FlavorQuota, PreemptionPolicy, ResourceGroup, ResourceQueue, ResourceQuotaSpec, WithinQueuePreemption,
 };
@@ -14,23 +14,19 @@ use crate::config::{
 pub fn QueuesSection() -> impl IntoView {
     let draft = expect_context::<Draft>();
     let len = Memo::new(move |_| draft.config.with(|c| c.queues().len()));
-    let add = move |_| {
+    let add = Callback::new(move |()| {
         let at = len.get_untracked();
         draft.edit(|c| {
             let name = unique_name("queue", c.queues().iter().map(|q| q.name.as_str()));
             queues_mut(c).push(ResourceQueue { name, ..Default::default() });
         });
         focus_later(format!("f-resource_queues-{at}-name"));
-    };
+    });
     view! {
-        <section class="card editor-section" aria-labelledby="queues-h">
-            <div class="section-head">
-                <h2 id="queues-h">"Resource queues" <span class="count">{move || len.get()}</span></h2>
-                <p class="hint">"Quotas per flavor and resource. Empty quota = unlimited, 0 = blocked."</p>
-            </div>
+        <EditorSection id="queue" title="Resource queues" len add_label="+ Add queue" on_add=add
+            hint="Quotas per flavor and resource. Empty quota = unlimited, 0 = blocked.">
             <For each=move || 0..len.get() key=|i| *i children=move |i| view! { <QueueCard i len/> }/>
-            <button type="button" class="button" data-testid="add-queue" on:click=add>"+ Add queue"</button>
-        </section>
+        </EditorSection>
     }
 }
 
@@ -60,16 +56,7 @@ fn QueueCard(i: usize, len: Memo<usize>) -> impl IntoView {
             }
         })
     };
-    let on_op = Callback::new(move |op: ListOp| {
-        draft.edit(|c| {
-            let list = queues_mut(c);
-            op.apply(list);
-            if let ListOp::Duplicate(i) = op {
-                let copy = unique_name(&format!("{}-copy", list[i].name), list.iter().map(|q| q.name.as_str()));
-                list[i + 1].name = copy;
-            }
-        })
-    });
+    let on_op = Callback::new(move |op: ListOp| draft.edit(|c| op.apply_named(queues_mut(c), |q| &mut q.name)));
     let set_preemption = Callback::new(move |v: String| {
         let within = match v.as_str() {
             "never" => Some(WithinQueuePreemption::Never),

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use super::draft::{slice, ProblemScope, name_options, rules_mut, Draft, ListOp, SelectorEdit};
-use super::fields::{codec, focus_later, FieldProblems, ItemActions, ParsedField, SelectField};
+use super::fields::{codec, focus_later, EditorSection, FieldProblems, ItemActions, ParsedField, SelectField};
 use super::selector::SelectorEditor;
 use crate::config::{OnViolation, PriorityPolicy, SchedulingRule};
 
@@ -13,26 +13,22 @@ use crate::config::{OnViolation, PriorityPolicy, SchedulingRule};
 pub fn RulesSection() -> impl IntoView {
     let draft = expect_context::<Draft>();
     let len = Memo::new(move |_| draft.config.with(|c| c.rules().len()));
-    let add = move |_| {
+    let add = Callback::new(move |()| {
         let at = len.get_untracked();
         draft.edit(|c| {
             let queue = c.queues().first().map(|q| q.name.clone()).unwrap_or_else(|| "default".into());
             rules_mut(c).push(SchedulingRule { resource_queue: queue, ..Default::default() });
         });
         focus_later(format!("f-scheduling_rules-{at}-resource_queue"));
-    };
+    });
     view! {
-        <section class="card editor-section" aria-labelledby="rules-h">
-            <div class="section-head">
-                <h2 id="rules-h">"Scheduling rules" <span class="count">{move || len.get()}</span></h2>
-                <p class="hint">"Checked top to bottom; the first rule whose selector matches a job routes it. A rule without selector matches every job."</p>
-            </div>
+        <EditorSection id="rule" title="Scheduling rules" len add_label="+ Add rule" on_add=add
+            hint="Checked top to bottom; the first rule whose selector matches a job routes it. A rule without selector matches every job.">
             <FieldProblems path="scheduling_rules".to_string() id="f-rules-problems".into()/>
             <ol class="rule-list">
                 <For each=move || 0..len.get() key=|i| *i children=move |i| view! { <RuleCard i len/> }/>
             </ol>
-            <button type="button" class="button" data-testid="add-rule" on:click=add>"+ Add rule"</button>
-        </section>
+        </EditorSection>
     }
 }
 
