@@ -5,7 +5,10 @@
 //! * throughput: 1,000 `true` jobs through 2 slots, beside `xargs -P 2` and GNU `parallel -j 2`;
 //! * kueue: Kueue's scheduler baseline (15,000 jobs, 30 queues) in real time, jobs `sleep`ing
 //!   for their runtime on a local host declaring 600 CPUs;
-//! * idle: 100,000 pending jobs that cannot fit: server CPU and database writes while idle.
+//! * idle: 100,000 pending jobs that cannot fit: server CPU and database writes while idle;
+//! * ray: 200 no-op jobs through Berth vs flooded straight into Ray's Jobs API (needs
+//!   `BERTH_BENCH_RAY_URL`, which `make bench` sets with .ci/ray.sh; Ray is restarted
+//!   between the two runs so both start from an empty job history).
 //!
 //! `BERTH_BENCH_RUNTIME=latency,throughput` picks scenarios (default: all);
 //! `BERTH_BENCH_QUICK=1` shortens them (for a smoke run, not for figures).
@@ -438,9 +441,115 @@ async fn idle() {
     println!("loading {total} jobs as stages of {per_stage}: {load:.1} s; server peak RSS {rss:.0} MB");
 }
 
+/// Proportional set size (MB) of every process of the Ray installation (its venv in the
+/// command line, or a `ray::` worker title): the head node's memory.
+fn ray_pss_mb() -> f64 {
+    let mut kb = 0u64;
+    let Ok(dir) = std::fs::read_dir("/proc") else { return 0.0 };
+    for entry in dir.flatten() {
+        let path = entry.path();
+        let Ok(cmd) = std::fs::read(path.join("cmdline")) else { continue };
+        let cmd = String::from_utf8_lossy(&cmd);
+        if !(cmd.contains("berth-ray-venv") || cmd.starts_with("ray::") || cmd.contains("/ray/")) {
+            continue;
+        }
+        let rollup = std::fs::read_to_string(path.join("smaps_rollup")).unwrap_or_default();
+        kb += rollup.lines().find(|l| l.starts_with("Pss:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()).unwrap_or(0);
+    }
+    kb as f64 / 1024.0
+}
+
+/// Samples [`ray_pss_mb`] every 250 ms until dropped; the peak.
+struct PeakWatch(std::sync::Arc<std::sync::atomic::AtomicU64>, tokio::task::JoinHandle<()>);
+
+impl PeakWatch {
+    fn start() -> PeakWatch {
+        let peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let p = peak.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let mb = tokio::task::spawn_blocking(ray_pss_mb).await.unwrap_or(0.0) as u64;
+                p.fetch_max(mb, std::sync::atomic::Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        });
+        PeakWatch(peak, task)
+    }
+
+    fn stop(self) -> f64 {
+        self.1.abort();
+        self.0.load(std::sync::atomic::Ordering::Relaxed) as f64
+    }
+}
+
+fn restart_ray() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/ray.sh");
+    for arg in ["stop", "start"] {
+        let ok = Command::new(&script).arg(arg).stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        assert!(ok, ".ci/ray.sh {arg} failed");
+    }
+}
+
+async fn ray(url: &str) {
+    let n = if quick() { 20 } else { 200 };
+    let http = reqwest::Client::new();
+    let cpus = {
+        let nodes: Value = http.get(format!("{url}/api/v0/nodes?view=summary")).send().await.unwrap().json().await.unwrap_or(Value::Null);
+        let total = nodes["data"]["summary"].as_array().and_then(|a| a.first()).and_then(|n| n["raylet"]["resourcesTotal"]["CPU"].as_f64());
+        total.unwrap_or(4.0)
+    };
+
+    // Direct: every job posted at once, as a script without a scheduler would.
+    restart_ray();
+    let base_mem = ray_pss_mb();
+    let watch = PeakWatch::start();
+    let t = Instant::now();
+    let tag = std::process::id();
+    for i in 0..n {
+        let body = json!({"entrypoint": "true", "submission_id": format!("direct-{tag}-{i}"), "entrypoint_num_cpus": 1});
+        let r = http.post(format!("{url}/api/jobs/")).json(&body).send().await.unwrap();
+        assert!(r.status().is_success(), "direct submit {i}: {}", r.text().await.unwrap_or_default());
+    }
+    let failed = loop {
+        let jobs: Value = http.get(format!("{url}/api/jobs/")).send().await.unwrap().json().await.unwrap_or(Value::Null);
+        let mine: Vec<&Value> = jobs.as_array().map(|a| a.iter().filter(|j| j["submission_id"].as_str().is_some_and(|s| s.starts_with(&format!("direct-{tag}-")))).collect()).unwrap_or_default();
+        let ended = mine.iter().filter(|j| matches!(j["status"].as_str(), Some("SUCCEEDED" | "FAILED" | "STOPPED"))).count();
+        if mine.len() == n && ended == n {
+            break mine.iter().filter(|j| j["status"] != "SUCCEEDED").count();
+        }
+        assert!(t.elapsed() < Duration::from_secs(1800), "direct flood did not finish");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let direct = t.elapsed().as_secs_f64();
+    let direct_peak = watch.stop();
+
+    // Through Berth: a queue with the node's CPUs as quota, the same jobs.
+    restart_ray();
+    let server = Server::start("ray", &["--no-local", "--ray", &format!("ray={url}"), "--ray-poll-ms", "200"]).await;
+    server.apply(&one_queue(cpus as u32)).await;
+    let watch = PeakWatch::start();
+    let t = Instant::now();
+    for _ in 0..n {
+        server.submit(&json!({"entrypoint": "true", "resources": {"cpu": 1}})).await;
+    }
+    server.drain(Duration::from_secs(1800)).await;
+    let berth = t.elapsed().as_secs_f64();
+    let berth_peak = watch.stop();
+    let jobs = server.all_jobs().await;
+    let berth_failed = jobs.iter().filter(|j| j["state"] != "succeeded").count();
+    let (cpu, rss) = server.usage();
+
+    println!("\n## Ray: {n} no-op jobs (1 CPU each) on a {cpus}-CPU head, through Berth vs straight to the Jobs API");
+    println!("{:<40} | {:>9} | {:>14} | {:>8}", "runner", "wall s", "head PSS peak", "failed");
+    println!("{}", "-".repeat(82));
+    println!("{:<40} | {direct:>9.1} | {direct_peak:>11.0} MB | {failed:>8}", "direct flood (all POSTed at once)");
+    println!("{:<40} | {berth:>9.1} | {berth_peak:>11.0} MB | {berth_failed:>8}", format!("berth (quota {cpus} CPU, admits on free capacity)"));
+    println!("time ratio berth/direct {:.2}x (target <= 1.1x); idle head PSS {base_mem:.0} MB; berth server {cpu:.1} s CPU, RSS {rss:.0} MB", berth / direct);
+}
+
 #[tokio::main]
 async fn main() {
-    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue".into());
+    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,ray".into());
     let want: Vec<&str> = want.split(',').map(str::trim).collect();
     let _ = Path::new(BIN);
     println!("# Berth runtime benchmarks (bench-profile binary, SQLite, local backend){}", if quick() { " — QUICK mode" } else { "" });
@@ -455,5 +564,11 @@ async fn main() {
     }
     if want.contains(&"kueue") {
         kueue().await;
+    }
+    if want.contains(&"ray") {
+        match std::env::var("BERTH_BENCH_RAY_URL") {
+            Ok(url) => ray(url.trim_end_matches('/')).await,
+            Err(_) => println!("\n## ray: skipped, BERTH_BENCH_RAY_URL is not set (`make bench` starts a head)"),
+        }
     }
 }
