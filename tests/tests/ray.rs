@@ -347,3 +347,23 @@ async fn ray_stopped_mid_run_and_restarted_loses_no_job() {
     let (_, logs) = b.get_text(&format!("/api/v1/jobs/{a}/logs")).await;
     assert!(logs.contains("a-done"), "{logs}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_in_flight_cap_holds_jobs_back_from_ray() {
+    let _turn = CLUSTER.lock().await;
+    // Unlimited quota and 4 Ray CPUs, but at most 1 run in flight on the cluster.
+    let b = Berth::start(Backend::Sqlite, &["--no-local", "--ray", &format!("ray={}", ray_url()), "--ray-poll-ms", "200", "--ray-max-in-flight", "1"]).await;
+    b.apply(&config("test", "", "never")).await;
+    let ids = vec![
+        b.submit(json!({"entrypoint": "sleep 1", "resources": {"cpu": 1}})).await,
+        b.submit(json!({"entrypoint": "sleep 1", "resources": {"cpu": 1}})).await,
+    ];
+    let second = wait_reason(&b, &ids[1], "in flight", SECS(30)).await;
+    assert_eq!(second["state"], "pending", "{second:#}");
+    let ended = b.wait_all_ended(&ids, SECS(120)).await;
+    assert!(ended.iter().all(|j| j["state"] == "succeeded"), "{ended:#?}");
+    // Ray never held both: the second was submitted after the first ended.
+    let first = ray_job(&format!("{}-r1", ids[0])).await.expect("on Ray");
+    let next = ray_job(&format!("{}-r1", ids[1])).await.expect("on Ray");
+    assert!(next["start_time"].as_i64().unwrap() >= first["end_time"].as_i64().unwrap(), "{first:#} {next:#}");
+}
