@@ -158,11 +158,7 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
     let outcome = match command {
         JobsCommand::Submit(args) => {
             let req = submit_request(args)?;
-            client.post_json::<Job>("/api/v1/jobs", &req).await.map(|job| match args.output {
-                Output::Json => print_json(&job),
-                Output::Yaml => print!("{}", serde_yaml::to_string(&job).unwrap_or_default()),
-                Output::Text => println!("{}", job.id),
-            })
+            client.post_json::<Job>("/api/v1/jobs", &req).await.map(|job| show(args.output, &job, |job| println!("{}", job.id)))
         }
         JobsCommand::List { queue, state, label, submitter, stage, search, max_items, cursor, output } => {
             let mut q: Vec<(&str, String)> = vec![("max_items", max_items.to_string())];
@@ -171,17 +167,9 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
                     q.push((k, v.clone()));
                 }
             }
-            client.get_json::<JobPage>("/api/v1/jobs", &q).await.map(|page| match output {
-                Output::Json => print_json(&page),
-                Output::Yaml => print!("{}", serde_yaml::to_string(&page).unwrap_or_default()),
-                Output::Text => print_jobs(&page),
-            })
+            client.get_json::<JobPage>("/api/v1/jobs", &q).await.map(|page| show(*output, &page, print_jobs))
         }
-        JobsCommand::Get { id, output } => client.get_json::<Job>(&format!("/api/v1/jobs/{}", encode(id)), &[]).await.map(|job| match output {
-            Output::Json => print_json(&job),
-            Output::Yaml => print!("{}", serde_yaml::to_string(&job).unwrap_or_default()),
-            Output::Text => print_job(&job),
-        }),
+        JobsCommand::Get { id, output } => client.get_json::<Job>(&format!("/api/v1/jobs/{}", encode(id)), &[]).await.map(|job| show(*output, &job, print_job)),
         JobsCommand::Logs { id, stderr, tail, follow } => {
             let mut q: Vec<(&str, String)> = vec![("stream", if *stderr { "stderr" } else { "stdout" }.into())];
             if let Some(t) = tail {
@@ -208,6 +196,15 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
             .map(|job| println!("{}: priority {}", job.id, job.priority)),
     };
     Ok(finish(outcome))
+}
+
+/// `value` as JSON or YAML, or for people through `text`.
+fn show<T: serde::Serialize>(output: Output, value: &T, text: impl FnOnce(&T)) {
+    match output {
+        Output::Json => print_json(value),
+        Output::Yaml => print!("{}", serde_yaml::to_string(value).unwrap_or_default()),
+        Output::Text => text(value),
+    }
 }
 
 fn finish(outcome: Result<(), ClientError>) -> i32 {
@@ -363,17 +360,10 @@ pub async fn run_queues(cli: &Cli, name: Option<&str>, output: Output) -> Result
     let outcome = match name {
         None => client.get_json::<serde_json::Value>("/api/v1/queues", &[]).await.map(|v| {
             let queues: Vec<QueueView> = serde_json::from_value(v["queues"].clone()).unwrap_or_default();
-            match output {
-                Output::Json => print_json(&queues),
-                Output::Yaml => print!("{}", serde_yaml::to_string(&queues).unwrap_or_default()),
-                Output::Text => print_queues(&queues),
-            }
+            show(output, &queues, |queues| print_queues(queues))
         }),
-        Some(n) => client.get_json::<QueueView>(&format!("/api/v1/queues/{}", encode(n)), &[]).await.map(|q| match output {
-            Output::Json => print_json(&q),
-            Output::Yaml => print!("{}", serde_yaml::to_string(&q).unwrap_or_default()),
-            Output::Text => {
-                print_queues(std::slice::from_ref(&q));
+        Some(n) => client.get_json::<QueueView>(&format!("/api/v1/queues/{}", encode(n)), &[]).await.map(|q| show(output, &q, |q| {
+                print_queues(std::slice::from_ref(q));
                 println!("\npending (admission order):");
                 for p in &q.pending {
                     let pos = if p.position > 0 { format!("#{}", p.position) } else { "-".into() };
@@ -384,8 +374,7 @@ pub async fn run_queues(cli: &Cli, name: Option<&str>, output: Output) -> Result
                     let flavors: Vec<&str> = r.flavors.iter().map(|f| f.flavor.as_str()).collect();
                     println!("  {:<16}  prio {:>4}  {:<10} on {} ({})", r.id, r.priority, r.state.as_str(), r.node, flavors.join(","));
                 }
-            }
-        }),
+            })),
     };
     Ok(finish(outcome))
 }
@@ -407,17 +396,13 @@ fn print_queues(queues: &[QueueView]) {
 pub async fn run_nodes(cli: &Cli, output: Output) -> Result<i32> {
     let outcome = cli.client().get_json::<serde_json::Value>("/api/v1/nodes", &[]).await.map(|v| {
         let nodes: Vec<NodeView> = serde_json::from_value(v["nodes"].clone()).unwrap_or_default();
-        match output {
-            Output::Json => print_json(&nodes),
-            Output::Yaml => print!("{}", serde_yaml::to_string(&nodes).unwrap_or_default()),
-            Output::Text => {
+        show(output, &nodes, |nodes| {
                 println!("{:<20}  {:<8}  {:<24}  FREE / CAPACITY", "NODE", "BACKEND", "FLAVORS");
-                for n in &nodes {
+                for n in nodes.iter() {
                     let cap: Vec<String> = n.capacity.iter().map(|(k, c)| format!("{k}={}/{c}", n.free.get(k).copied().unwrap_or(0.0))).collect();
                     println!("{:<20}  {:<8}  {:<24}  {}", n.id, n.backend, n.flavors.join(","), cap.join(" "));
                 }
-            }
-        }
+            })
     });
     Ok(finish(outcome))
 }
@@ -430,18 +415,14 @@ pub async fn run_events(cli: &Cli, args: &EventsArgs) -> Result<i32> {
             q.push((k, v.clone()));
         }
     }
-    let outcome = cli.client().get_json::<EventPage>("/api/v1/events", &q).await.map(|page| match args.output {
-        Output::Json => print_json(&page),
-        Output::Yaml => print!("{}", serde_yaml::to_string(&page).unwrap_or_default()),
-        Output::Text => {
+    let outcome = cli.client().get_json::<EventPage>("/api/v1/events", &q).await.map(|page| show(args.output, &page, |page| {
             for e in &page.events {
                 println!("{}  {:<15} {:<16} {}", e.at.format("%Y-%m-%d %H:%M:%S"), e.kind, e.job_id.as_deref().unwrap_or("-"), e.message);
             }
             if let Some(c) = &page.next_cursor {
                 println!("more: --cursor {c}");
             }
-        }
-    });
+        }));
     Ok(finish(outcome))
 }
 
@@ -452,38 +433,26 @@ pub async fn run_stages(cli: &Cli, command: &StagesCommand) -> Result<i32> {
         StagesCommand::Submit { file, output } => {
             let text = read_file(file)?;
             let req: StageRequest = serde_yaml::from_str(&text).with_context(|| format!("{}: not a stage (name, jobs, parallelism)", file.display()))?;
-            client.post_json::<StageCreated>("/api/v1/stages", &req).await.map(|created| match output {
-                Output::Json => print_json(&created),
-                Output::Yaml => print!("{}", serde_yaml::to_string(&created).unwrap_or_default()),
-                Output::Text => {
+            client.post_json::<StageCreated>("/api/v1/stages", &req).await.map(|created| show(*output, &created, |created| {
                     println!("{}", created.stage_id);
                     for r in &created.rejected {
                         eprintln!("  job {} ({}) rejected: {}", r.index, r.job_id, r.reason);
                     }
-                }
-            })
+                }))
         }
-        StagesCommand::Get { id, output } => client.get_json::<StageStatus>(&format!("/api/v1/stages/{}", encode(id)), &[]).await.map(|s| match output {
-            Output::Json => print_json(&s),
-            Output::Yaml => print!("{}", serde_yaml::to_string(&s).unwrap_or_default()),
-            Output::Text => {
+        StagesCommand::Get { id, output } => client.get_json::<StageStatus>(&format!("/api/v1/stages/{}", encode(id)), &[]).await.map(|s| show(*output, &s, |s| {
                 let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 println!("{} ({}): {}{}", s.id, s.name, counts.join(" "), if s.done { ", done" } else { "" });
                 for j in &s.jobs {
                     println!("  {:<16}  {:<10}  {}", j.id, j.state.as_str(), j.name);
                 }
-            }
-        }),
-        StagesCommand::Results { id, output } => client.get_json::<StageResults>(&format!("/api/v1/stages/{}/results", encode(id)), &[]).await.map(|r| match output {
-            Output::Yaml => print!("{}", serde_yaml::to_string(&r).unwrap_or_default()),
-            Output::Json => print_json(&r),
-            Output::Text => {
+            })),
+        StagesCommand::Results { id, output } => client.get_json::<StageResults>(&format!("/api/v1/stages/{}/results", encode(id)), &[]).await.map(|r| show(*output, &r, |r| {
                 println!("{} ({}): {}", r.stage_id, r.stage_name, if r.success { "success" } else { r.error_message.as_deref().unwrap_or("failed") });
                 for j in &r.job_statuses {
                     println!("  {:<16}  {:<10}  exit {:>4}  {}", j.job_id, j.status, j.return_code.map_or("-".into(), |c| c.to_string()), j.name);
                 }
-            }
-        }),
+            })),
     };
     Ok(finish(outcome))
 }

@@ -282,49 +282,37 @@ impl JobStore {
 
     /// A page of jobs, newest first, older than the cursor (a `seq`).
     pub async fn list(&self, filter: &JobFilter, before_seq: Option<i64>, limit: i64) -> Result<JobPage> {
-        let mut sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE seq < $1");
-        let mut binds: Vec<Bind> = vec![Bind::I(before_seq.unwrap_or(i64::MAX))];
-        let mut push = |sql: &mut String, clause: &str, b: Bind| {
-            binds.push(b);
-            sql.push_str(&clause.replace('?', &format!("${}", binds.len())));
-        };
+        let mut sql = Sql::new(format!("SELECT {JOB_COLUMNS} FROM jobs WHERE seq < ?"), Bind::I(before_seq.unwrap_or(i64::MAX)));
         if let Some(q) = &filter.queue {
-            push(&mut sql, " AND queue = ?", Bind::S(q.clone()));
+            sql.push(" AND queue = ?", Bind::S(q.clone()));
         }
         if !filter.states.is_empty() {
             let names: Vec<String> = filter.states.iter().map(|s| format!("'{}'", s.as_str())).collect();
-            sql.push_str(&format!(" AND state IN ({})", names.join(", ")));
+            sql.text.push_str(&format!(" AND state IN ({})", names.join(", ")));
         }
         if let Some(s) = &filter.submitter {
-            push(&mut sql, " AND submitter = ?", Bind::S(s.clone()));
+            sql.push(" AND submitter = ?", Bind::S(s.clone()));
         }
         if let Some(s) = &filter.stage_id {
-            push(&mut sql, " AND stage_id = ?", Bind::S(s.clone()));
+            sql.push(" AND stage_id = ?", Bind::S(s.clone()));
         }
         if let Some(t) = filter.submitted_after_us {
-            push(&mut sql, " AND submitted_at_us >= ?", Bind::I(t));
+            sql.push(" AND submitted_at_us >= ?", Bind::I(t));
         }
         if let Some(t) = filter.submitted_before_us {
-            push(&mut sql, " AND submitted_at_us < ?", Bind::I(t));
+            sql.push(" AND submitted_at_us < ?", Bind::I(t));
         }
         if let Some(text) = &filter.search {
             let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-            push(&mut sql, " AND (LOWER(id) LIKE ? ESCAPE '\\'", Bind::S(pattern.clone()));
-            push(&mut sql, " OR LOWER(name) LIKE ? ESCAPE '\\')", Bind::S(pattern));
+            sql.push(" AND (LOWER(id) LIKE ? ESCAPE '\\'", Bind::S(pattern.clone()));
+            sql.push(" OR LOWER(name) LIKE ? ESCAPE '\\')", Bind::S(pattern));
         }
         if let Some((k, v)) = &filter.label {
-            push(&mut sql, " AND seq IN (SELECT job_seq FROM job_labels WHERE key = ?", Bind::S(k.clone()));
-            push(&mut sql, " AND value = ?)", Bind::S(v.clone()));
+            sql.push(" AND seq IN (SELECT job_seq FROM job_labels WHERE key = ?", Bind::S(k.clone()));
+            sql.push(" AND value = ?)", Bind::S(v.clone()));
         }
-        push(&mut sql, " ORDER BY seq DESC LIMIT ?", Bind::I(limit + 1));
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for b in &binds {
-            query = match b {
-                Bind::I(i) => query.bind(*i),
-                Bind::S(s) => query.bind(s.clone()),
-            };
-        }
-        let rows = query.fetch_all(&self.db.pool).await?;
+        sql.push(" ORDER BY seq DESC LIMIT ?", Bind::I(limit + 1));
+        let rows = sql.fetch_all(&self.db).await?;
         let more = rows.len() as i64 > limit;
         let mut jobs = Vec::with_capacity(rows.len().min(limit as usize));
         let mut last_seq = None;
@@ -338,44 +326,29 @@ impl JobStore {
 
     /// A page of events, oldest first, after the cursor (a `seq`).
     pub async fn events(&self, filter: &EventFilter, after_seq: Option<i64>, limit: i64) -> Result<(Vec<Event>, bool)> {
-        let mut sql = format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > $1");
-        let mut binds: Vec<Bind> = vec![Bind::I(after_seq.unwrap_or(0))];
-        let mut push = |sql: &mut String, clause: &str, b: Bind| {
-            binds.push(b);
-            sql.push_str(&clause.replace('?', &format!("${}", binds.len())));
-        };
+        let mut sql = Sql::new(format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?"), Bind::I(after_seq.unwrap_or(0)));
         if !filter.kinds.is_empty() {
             // Kinds are checked against the known list by the caller; still bound, not spliced.
-            sql.push_str(" AND kind IN (");
+            sql.text.push_str(" AND kind IN (");
             for (i, k) in filter.kinds.iter().enumerate() {
-                if i > 0 {
-                    sql.push_str(", ");
-                }
-                push(&mut sql, "?", Bind::S(k.clone()));
+                sql.push(if i > 0 { ", ?" } else { "?" }, Bind::S(k.clone()));
             }
-            sql.push(')');
+            sql.text.push(')');
         }
         if let Some(q) = &filter.queue {
-            push(&mut sql, " AND queue = ?", Bind::S(q.clone()));
+            sql.push(" AND queue = ?", Bind::S(q.clone()));
         }
         if let Some(j) = &filter.job_id {
-            push(&mut sql, " AND job_id = ?", Bind::S(j.clone()));
+            sql.push(" AND job_id = ?", Bind::S(j.clone()));
         }
         if let Some(t) = filter.since_us {
-            push(&mut sql, " AND at_us >= ?", Bind::I(t));
+            sql.push(" AND at_us >= ?", Bind::I(t));
         }
         if let Some(t) = filter.until_us {
-            push(&mut sql, " AND at_us < ?", Bind::I(t));
+            sql.push(" AND at_us < ?", Bind::I(t));
         }
-        push(&mut sql, " ORDER BY seq LIMIT ?", Bind::I(limit + 1));
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for b in &binds {
-            query = match b {
-                Bind::I(i) => query.bind(*i),
-                Bind::S(s) => query.bind(s.clone()),
-            };
-        }
-        let rows = query.fetch_all(&self.db.pool).await?;
+        sql.push(" ORDER BY seq LIMIT ?", Bind::I(limit + 1));
+        let rows = sql.fetch_all(&self.db).await?;
         let more = rows.len() as i64 > limit;
         let events = rows.iter().take(limit as usize).map(event_from_row).collect::<Result<_>>()?;
         Ok((events, more))
@@ -409,26 +382,17 @@ impl JobStore {
     }
 
     /// Samples in `[since, until)`, optionally of one queue/flavor/resource, downsampled to
-    /// one point per `step` per series (the last sample of each bucket: usage is a level that
-    /// holds until it changes, so the last value is the bucket's true end state).
+    /// one point per `step` per series: the bucket's peak use, at its last sample's time.
     pub async fn history(&self, q: &HistoryQuery) -> Result<Vec<Sample>> {
-        let mut sql = String::from("SELECT at_us, queue, flavor, resource, used_milli, nominal_milli FROM resource_samples WHERE at_us >= $1 AND at_us < $2");
-        let mut binds: Vec<Bind> = vec![Bind::I(q.since_us), Bind::I(q.until_us)];
+        let mut sql = Sql::new("SELECT at_us, queue, flavor, resource, used_milli, nominal_milli FROM resource_samples WHERE at_us >= ?".into(), Bind::I(q.since_us));
+        sql.push(" AND at_us < ?", Bind::I(q.until_us));
         for (col, v) in [("queue", &q.queue), ("flavor", &q.flavor), ("resource", &q.resource)] {
             if let Some(v) = v {
-                binds.push(Bind::S(v.clone()));
-                sql.push_str(&format!(" AND {col} = ${}", binds.len()));
+                sql.push(&format!(" AND {col} = ?"), Bind::S(v.clone()));
             }
         }
-        sql.push_str(" ORDER BY at_us");
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for b in &binds {
-            query = match b {
-                Bind::I(i) => query.bind(*i),
-                Bind::S(s) => query.bind(s.clone()),
-            };
-        }
-        let rows = query.fetch_all(&self.db.pool).await?;
+        sql.text.push_str(" ORDER BY at_us");
+        let rows = sql.fetch_all(&self.db).await?;
         let step = q.step_us.max(1);
         // (series, bucket) → the bucket's peak use, with its last time and nominal (a peak
         // shorter than the step still shows); BTreeMap orders by series, then time.
@@ -498,6 +462,39 @@ pub struct HistoryQuery {
 enum Bind {
     I(i64),
     S(String),
+}
+
+/// A query built from fixed clauses, each `?` numbered in turn (`$1`, `$2`, …) and its
+/// value bound, never spliced.
+struct Sql {
+    text: String,
+    binds: Vec<Bind>,
+}
+
+impl Sql {
+    /// `head` holds exactly one `?`, for `first`.
+    fn new(head: String, first: Bind) -> Sql {
+        let mut sql = Sql { text: String::new(), binds: Vec::new() };
+        sql.push(&head, first);
+        sql
+    }
+
+    /// Appends `clause`, whose one `?` takes `b`.
+    fn push(&mut self, clause: &str, b: Bind) {
+        self.binds.push(b);
+        self.text.push_str(&clause.replace('?', &format!("${}", self.binds.len())));
+    }
+
+    async fn fetch_all(self, db: &Db) -> Result<Vec<AnyRow>> {
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(self.text));
+        for b in self.binds {
+            query = match b {
+                Bind::I(i) => query.bind(i),
+                Bind::S(s) => query.bind(s),
+            };
+        }
+        Ok(query.fetch_all(&db.pool).await?)
+    }
 }
 
 async fn insert_events(tx: &mut AnyConnection, events: &[NewEvent]) -> Result<()> {
