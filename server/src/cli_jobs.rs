@@ -282,12 +282,12 @@ fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 fn print_jobs(page: &JobPage) {
-    println!("{:<16}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  REASON", "ID", "NAME", "STATE", "QUEUE", "PRIO", "AGE");
+    println!("{:<18}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  REASON", "ID", "NAME", "STATE", "QUEUE", "PRIO", "AGE");
     for j in &page.jobs {
         let reason = j.reason.as_deref().unwrap_or("");
         let pos = j.position.map(|p| format!("#{p} ")).unwrap_or_default();
         println!(
-            "{:<16}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  {pos}{reason}",
+            "{:<18}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  {pos}{reason}",
             j.id,
             truncate(&j.name, 20),
             j.state.as_str(),
@@ -367,12 +367,12 @@ pub async fn run_queues(cli: &Cli, name: Option<&str>, output: Output) -> Result
                 println!("\npending (admission order):");
                 for p in &q.pending {
                     let pos = if p.position > 0 { format!("#{}", p.position) } else { "-".into() };
-                    println!("  {pos:>5}  {:<16}  prio {:>4}  waiting {:>5}  {}", p.id, p.priority, ago(p.enqueued_at), p.reason);
+                    println!("  {pos:>5}  {:<18}  prio {:>4}  waiting {:>5}  {}", p.id, p.priority, ago(p.enqueued_at), p.reason);
                 }
                 println!("running:");
                 for r in &q.running {
                     let flavors: Vec<&str> = r.flavors.iter().map(|f| f.flavor.as_str()).collect();
-                    println!("  {:<16}  prio {:>4}  {:<10} on {} ({})", r.id, r.priority, r.state.as_str(), r.node, flavors.join(","));
+                    println!("  {:<18}  prio {:>4}  {:<10} on {} ({})", r.id, r.priority, r.state.as_str(), r.node, flavors.join(","));
                 }
             })),
     };
@@ -417,7 +417,7 @@ pub async fn run_events(cli: &Cli, args: &EventsArgs) -> Result<i32> {
     }
     let outcome = cli.client().get_json::<EventPage>("/api/v1/events", &q).await.map(|page| show(args.output, &page, |page| {
             for e in &page.events {
-                println!("{}  {:<15} {:<16} {}", e.at.format("%Y-%m-%d %H:%M:%S"), e.kind, e.job_id.as_deref().unwrap_or("-"), e.message);
+                println!("{}  {:<15} {:<18} {}", e.at.format("%Y-%m-%d %H:%M:%S"), e.kind, e.job_id.as_deref().unwrap_or("-"), e.message);
             }
             if let Some(c) = &page.next_cursor {
                 println!("more: --cursor {c}");
@@ -444,13 +444,13 @@ pub async fn run_stages(cli: &Cli, command: &StagesCommand) -> Result<i32> {
                 let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 println!("{} ({}): {}{}", s.id, s.name, counts.join(" "), if s.done { ", done" } else { "" });
                 for j in &s.jobs {
-                    println!("  {:<16}  {:<10}  {}", j.id, j.state.as_str(), j.name);
+                    println!("  {:<18}  {:<10}  {}", j.id, j.state.as_str(), j.name);
                 }
             })),
         StagesCommand::Results { id, output } => client.get_json::<StageResults>(&format!("/api/v1/stages/{}/results", encode(id)), &[]).await.map(|r| show(*output, &r, |r| {
                 println!("{} ({}): {}", r.stage_id, r.stage_name, if r.success { "success" } else { r.error_message.as_deref().unwrap_or("failed") });
                 for j in &r.job_statuses {
-                    println!("  {:<16}  {:<10}  exit {:>4}  {}", j.job_id, j.status, j.return_code.map_or("-".into(), |c| c.to_string()), j.name);
+                    println!("  {:<18}  {:<10}  exit {:>4}  {}", j.job_id, j.status, j.return_code.map_or("-".into(), |c| c.to_string()), j.name);
                 }
             })),
     };
