@@ -36,6 +36,11 @@ impl ConfigService {
         ConfigService { store, applied: std::sync::Arc::new(tokio::sync::watch::channel(0).0) }
     }
 
+    /// The version of the last apply made through this service (0 before the first).
+    pub fn applied_version(&self) -> i64 {
+        *self.applied.borrow()
+    }
+
     /// Notified with the new active version after every apply or rollback.
     pub fn subscribe(&self) -> tokio::sync::watch::Receiver<i64> {
         self.applied.subscribe()

@@ -187,7 +187,7 @@ impl Runtime {
     /// Brings the shared config up to the last applied version, so a submission right after
     /// an apply is routed by it (the loop may not have reloaded yet).
     async fn catch_up_config(&self) -> Result<(), RuntimeError> {
-        let applied = *self.config.subscribe().borrow();
+        let applied = self.config.applied_version();
         if applied <= self.shared().1 {
             return Ok(());
         }
