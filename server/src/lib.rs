@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod cli_jobs;
+pub mod cli_preview;
 pub mod client;
 pub mod db;
 pub mod engine;
