@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use app::api::{ConfigVersion, VersionPage};
+use app::preview::PreviewReport;
 use app::config::diff::ConfigDiff;
 use app::config::parse::{parse, Format};
 use app::ui::backend::{Backend, BoxFuture, SharedBackend};
@@ -82,5 +83,16 @@ impl Backend for AppState {
 
     fn rollback(&self, version: i64, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>> {
         Box::pin(async move { outcome(self.config.rollback(version, &meta(input)).await) })
+    }
+
+    fn preview(&self, yaml: String, window: String) -> BoxFuture<'_, Result<PreviewReport, String>> {
+        Box::pin(async move {
+            let draft = parse(&yaml, Format::Yaml).map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))?;
+            let now = crate::runtime::now_us();
+            let span = crate::preview::window::resolve(Some(&serde_json::Value::String(window)), now)?;
+            crate::preview::run(&crate::preview::Sources::of(self), &draft, span, now)
+                .await
+                .map_err(|e| crate::http::error::ApiError::from(e).message)
+        })
     }
 }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::server_fns::{ApplyInput, ApplyOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
+use crate::preview::PreviewReport;
 
 /// A boxed, sendable future (the trait must be object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -25,6 +26,9 @@ pub trait Backend: Send + Sync + 'static {
     fn apply(&self, yaml: String, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>>;
     /// Applies a copy of `version` as a new version.
     fn rollback(&self, version: i64, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>>;
+    /// Replays the recorded `window` (`24h`, …) under the draft (YAML) and the active config;
+    /// dropping the future stops the replay.
+    fn preview(&self, yaml: String, window: String) -> BoxFuture<'_, Result<PreviewReport, String>>;
 }
 
 /// The backend as provided in context.

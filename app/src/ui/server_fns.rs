@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
 use crate::config::Problem;
+use crate::preview::PreviewReport;
 
 /// Who applies, why, and on top of which version (a mismatch is a conflict, never an
 /// overwrite).
@@ -61,4 +62,12 @@ pub async fn apply_draft(yaml: String, input: ApplyInput) -> Result<ApplyOutcome
 #[server]
 pub async fn rollback_to(version: i64, input: ApplyInput) -> Result<ApplyOutcome, ServerFnError> {
     backend()?.rollback(version, input).await.map_err(ServerFnError::new)
+}
+
+/// What the draft (YAML) would have done to the recorded `window`, next to the active config.
+/// The browser aborts the request when the caller drops the future, and the server then stops
+/// the replay.
+#[server]
+pub async fn preview_draft(yaml: String, window: String) -> Result<PreviewReport, ServerFnError> {
+    backend()?.preview(yaml, window).await.map_err(ServerFnError::new)
 }

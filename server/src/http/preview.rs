@@ -5,8 +5,6 @@
 //! or a bare config in YAML or JSON (then `?window=` picks the window). An invalid draft is a
 //! 422 with every problem, as for apply. A client that goes away cancels the replay.
 
-use std::sync::Arc;
-
 use app::config::parse::{from_json_value, parse, parse_auto, Format};
 use app::config::SchedulerConfig;
 use axum::extract::State;
@@ -17,27 +15,16 @@ use serde_json::Value;
 use super::body::{respond, sent_yaml, wants_yaml, Params, RawBody};
 use super::config::problems;
 use super::error::ApiError;
-use crate::preview::{self, window, Control, Sources};
+use crate::preview::{self, window, Sources};
 use crate::runtime::now_us;
 use crate::state::AppState;
-
-/// Stops the replay when the request's future is dropped (the client went away).
-struct CancelOnDrop(Arc<Control>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
 
 pub async fn preview(State(state): State<AppState>, headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {
     let (draft, window_value) = read_body(&headers, &params, &body)?;
     let now = now_us();
     let span = window::resolve(window_value.as_ref(), now).map_err(ApiError::bad_request)?;
-    let sources = Sources { config: state.config.clone(), store: state.runtime.store().clone(), nodes: state.runtime.nodes_now() };
-    let control = Arc::new(Control::default());
-    let _guard = CancelOnDrop(control.clone());
-    let report = preview::preview(&sources, &draft, span, now, control).await?;
+    // Dropped with this future when the client goes away: the replay stops.
+    let report = preview::run(&Sources::of(&state), &draft, span, now).await?;
     Ok(respond(StatusCode::OK, &report, wants_yaml(&headers, &params)))
 }
 

@@ -89,6 +89,31 @@ pub struct Sources {
     pub nodes: Arc<Vec<Node>>,
 }
 
+impl Sources {
+    /// What the running server offers.
+    pub fn of(state: &crate::state::AppState) -> Sources {
+        Sources { config: state.config.clone(), store: state.runtime.store().clone(), nodes: state.runtime.nodes_now() }
+    }
+}
+
+/// Stops a preview when dropped: hold it in the request's future, so a client that goes
+/// away (or a browser that aborts) stops the replay.
+#[derive(Debug)]
+pub struct CancelOnDrop(pub Arc<Control>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+/// [`preview`] that stops when its future is dropped.
+pub async fn run(src: &Sources, draft: &SchedulerConfig, span: Span, now_us: i64) -> Result<PreviewReport, PreviewError> {
+    let control = Arc::new(Control::default());
+    let _guard = CancelOnDrop(control.clone());
+    preview(src, draft, span, now_us, control).await
+}
+
 /// Checks the draft the way apply does; compiles it.
 pub fn check_draft(draft: &SchedulerConfig) -> Result<Compiled, PreviewError> {
     let report = validate(draft);
