@@ -140,3 +140,53 @@ fn a_control_that_says_stop_cancels_the_run() {
     assert_eq!(out, Err(sim::Cancelled));
     assert_eq!(calls, 1);
 }
+
+/// Busy random workloads on queues of every kind: offering each cycle only the jobs quota
+/// does not refuse (the gate) admits the same jobs at the same times as offering all.
+#[test]
+fn the_gate_changes_no_admission() {
+    let config = config()
+        .flavor("a", &[("pool", "a")])
+        .flavor("b", &[("pool", "b")])
+        .queue(queue("plain").group(&["cpu", "gpu"], &[("a", &[("cpu", 6), ("gpu", 2)]), ("b", &[("cpu", 4)])]))
+        .queue(queue("strict").strict().group(&["cpu"], &[("a", &[("cpu", 3)])]))
+        .queue(queue("big").ordering("large_resource").group(&["cpu"], &[("b", &[("cpu", 5)])]))
+        .queue(queue("pre").preemption(LowerPriority).group(&["cpu", "gpu"], &[("a", &[("cpu", 4), ("gpu", 1)]), ("b", &[("cpu", 2)])]))
+        .compile();
+    let nodes = vec![
+        node("a1").label("pool", "a").cap(&[("cpu", 8), ("gpu", 2)]),
+        node("a2").label("pool", "a").cap(&[("cpu", 6), ("gpu", 2)]),
+        node("b1").label("pool", "b").cap(&[("cpu", 8)]),
+    ];
+    let queues = ["plain", "strict", "big", "pre"];
+    for seed in 1..=20u64 {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let arrivals: Vec<Arrival> = (0..400)
+            .map(|i| {
+                let q = queues[next(4) as usize];
+                let gpu = if q == "plain" || q == "pre" { next(2) as i64 } else { 0 };
+                Arrival {
+                    id: format!("j{i:03}").into(),
+                    at_ms: i as i64 * 3 + next(3) as i64,
+                    submit: Submit::Queue { queue: q.into(), priority: next(3) as i64 * 10 },
+                    request: Resources::units(&[("cpu", 1 + next(3) as i64), ("gpu", gpu)]),
+                    runtime_ms: 5 + next(60) as i64,
+                    withdraw_at_ms: (next(10) == 0).then(|| i as i64 * 3 + 20),
+                }
+            })
+            .collect();
+        let gated = sim::run(&config, &nodes, &arrivals, &sim::Options::default());
+        let all = sim::run(&config, &nodes, &arrivals, &sim::Options { gate: false, ..sim::Options::default() });
+        if let Some(k) = (0..gated.jobs.len()).find(|&k| gated.jobs[k] != all.jobs[k]) {
+            panic!("seed {seed}: first difference at {k}:\n gated {:?}\n   all {:?}", gated.jobs[k], all.jobs[k]);
+        }
+        assert_eq!(gated.usage, all.usage, "seed {seed}");
+        assert!(gated.decisions < all.decisions, "seed {seed}: the gate offered fewer jobs");
+    }
+}

@@ -15,9 +15,13 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::sync::Arc;
 
 use app::config::Labels;
 
+mod gate;
+
+use self::gate::Gate;
 use super::compile::Compiled;
 use super::cycle::schedule;
 use super::resources::{Milli, Name, Resources};
@@ -85,11 +89,18 @@ pub struct Options {
     /// The clock starts here (`None`: at the first arrival); earlier arrivals are submitted
     /// at the start, keeping their `at_ms` as enqueue time.
     pub start_ms: Option<i64>,
+    /// Offer each cycle only the pending jobs quota does not already refuse (`gate.rs`): the
+    /// same admissions, without re-deciding a large backlog on every event.
+    pub gate: bool,
+    /// Events are coalesced to the next multiple of this many milliseconds (0: none): one
+    /// cycle per tick instead of one per event, so a day of jobs replays in seconds; an
+    /// admission then happens up to one tick later than with exact event times.
+    pub resolution_ms: i64,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { until_ms: None, max_cycles_per_instant: 16, start_ms: None }
+        Options { until_ms: None, max_cycles_per_instant: 16, start_ms: None, gate: true, resolution_ms: 0 }
     }
 }
 
@@ -190,6 +201,12 @@ pub struct Report {
     pub preemptions: u64,
 }
 
+/// `r` with its resource names shared with the config's: the engine compares names on every
+/// cycle, and equal `Arc`s compare by pointer.
+fn interned(c: &Compiled, r: &Resources) -> Resources {
+    Resources::new(r.iter().map(|(n, a)| (c.resources.iter().find(|x| *x == n).unwrap_or(n).clone(), a)))
+}
+
 /// Replays `arrivals` on `nodes` under `config`.
 pub fn run(config: &Compiled, nodes: &[Node], arrivals: &[Arrival], opts: &Options) -> Report {
     match run_with(config, nodes, arrivals, opts, &mut |_| true) {
@@ -207,7 +224,7 @@ pub fn run_with(
     opts: &Options,
     control: &mut dyn FnMut(Progress) -> bool,
 ) -> Result<Report, Cancelled> {
-    let mut sim = Sim::new(config, arrivals);
+    let mut sim = Sim::new(config, arrivals, opts.gate);
     let mut order: Vec<usize> = (0..arrivals.len()).collect();
     order.sort_by_key(|&i| (arrivals[i].at_ms, i));
     let mut withdrawals: Vec<(i64, usize)> =
@@ -241,6 +258,7 @@ pub fn run_with(
         let t_arrive = order.get(next).map(|&i| arrivals[i].at_ms);
         let t_withdraw = withdrawals.get(next_withdrawal).map(|w| w.0);
         now = match [t_finish, t_arrive, t_withdraw].into_iter().flatten().min() {
+            Some(t) if opts.resolution_ms > 0 => t.div_euclid(opts.resolution_ms) * opts.resolution_ms + opts.resolution_ms * i64::from(t.rem_euclid(opts.resolution_ms) != 0),
             Some(t) => t,
             None => break,
         };
@@ -255,6 +273,8 @@ pub fn run_with(
 }
 
 struct Sim<'a> {
+    config: &'a Compiled,
+    gate: Option<Gate>,
     arrivals: &'a [Arrival],
     ids: HashMap<Name, usize>,
     pending: Vec<PendingJob>,
@@ -264,11 +284,14 @@ struct Sim<'a> {
     finishes: BinaryHeap<Reverse<(i64, usize, u32)>>,
     generation: Vec<u32>,
     cells: BTreeMap<(Name, Name, Name), usize>,
+    /// `cells` by the names' addresses; `keep` holds those names so no address is reused.
+    by_address: HashMap<(usize, usize, usize), usize>,
+    keep: Vec<[Name; 3]>,
     report: Report,
 }
 
 impl<'a> Sim<'a> {
-    fn new(config: &Compiled, arrivals: &'a [Arrival]) -> Sim<'a> {
+    fn new(config: &'a Compiled, arrivals: &'a [Arrival], gate: bool) -> Sim<'a> {
         let mut cells = BTreeMap::new();
         let mut usage = Vec::new();
         for c in config.quota_cells() {
@@ -297,6 +320,8 @@ impl<'a> Sim<'a> {
             })
             .collect();
         Sim {
+            config,
+            gate: gate.then(|| Gate::new(config)),
             arrivals,
             ids: arrivals.iter().enumerate().map(|(i, a)| (a.id.clone(), i)).collect(),
             pending: Vec::new(),
@@ -305,6 +330,8 @@ impl<'a> Sim<'a> {
             finishes: BinaryHeap::new(),
             generation: vec![0; arrivals.len()],
             cells,
+            by_address: HashMap::new(),
+            keep: Vec::new(),
             report: Report { jobs, usage, end_ms: 0, cycles: 0, decisions: 0, admissions: 0, preemptions: 0 },
         }
     }
@@ -324,7 +351,7 @@ impl<'a> Sim<'a> {
                     id: a.id.clone(),
                     queue: queue.clone(),
                     priority: *priority,
-                    request: a.request.clone(),
+                    request: interned(config, &a.request),
                     flavors: flavors.clone(),
                     node: node.clone(),
                     started_at_ms: *started_at_ms,
@@ -350,13 +377,7 @@ impl<'a> Sim<'a> {
         if let Err(e) = check_submittable(config, nodes, &queue, &a.request) {
             return rec.rejected = Some(e.reason);
         }
-        self.pending.push(PendingJob {
-            id: a.id.clone(),
-            queue,
-            priority,
-            request: a.request.clone(),
-            enqueued_at_ms: a.at_ms,
-        });
+        self.pending.push(PendingJob { id: a.id.clone(), queue, priority, request: interned(config, &a.request), enqueued_at_ms: a.at_ms });
     }
 
     /// Charges a job to its queue and node and schedules its finish.
@@ -384,8 +405,11 @@ impl<'a> Sim<'a> {
             return;
         }
         let id = &self.arrivals[i].id;
+        let queue = self.report.jobs[i].queue.clone().unwrap_or_default();
         if let Some(at) = self.pending.iter().position(|p| p.id == *id) {
             self.pending.remove(at);
+        } else if self.gate.as_mut().is_some_and(|g| g.remove(self.config, &queue, id)) {
+            // it was parked
         } else if self.stop(i, now).is_some() {
             self.generation[i] += 1; // its finish never happens
         } else {
@@ -412,6 +436,10 @@ impl<'a> Sim<'a> {
 
     /// One cycle at `now`; true when it preempted (so another cycle should run).
     fn cycle(&mut self, config: &Compiled, nodes: &[Node], now: i64) -> bool {
+        if let Some(gate) = &mut self.gate {
+            gate.unpark(config, &mut self.pending);
+            gate.park(config, &mut self.pending);
+        }
         if self.pending.is_empty() {
             return false;
         }
@@ -463,11 +491,20 @@ impl<'a> Sim<'a> {
 
     /// Adds (or removes) a job's usage to the series at time `t`.
     fn charge(&mut self, job: &RunningJob, t: i64, add: bool) {
+        if let Some(gate) = &mut self.gate {
+            gate.charge(self.config, job, add);
+        }
         for fa in &job.flavors {
             for res in &fa.resources {
-                let key = (job.queue.clone(), fa.flavor.clone(), res.clone());
+                // Names are shared Arcs (the config's), so their addresses find the cell without
+                // comparing strings; the name-keyed map is the fallback and the source of truth.
+                let fast = (Arc::as_ptr(&job.queue) as *const u8 as usize, Arc::as_ptr(&fa.flavor) as *const u8 as usize, Arc::as_ptr(res) as *const u8 as usize);
                 let usage = &mut self.report.usage;
-                let at = *self.cells.entry(key).or_insert_with(|| {
+                let at = match self.by_address.get(&fast) {
+                    Some(&at) => at,
+                    None => {
+                        let key = (job.queue.clone(), fa.flavor.clone(), res.clone());
+                        let at = *self.cells.entry(key).or_insert_with(|| {
                     usage.push(UsageSeries {
                         queue: job.queue.clone(),
                         flavor: fa.flavor.clone(),
@@ -477,6 +514,11 @@ impl<'a> Sim<'a> {
                     });
                     usage.len() - 1
                 });
+                        self.by_address.insert(fast, at);
+                        self.keep.push([job.queue.clone(), fa.flavor.clone(), res.clone()]);
+                        at
+                    }
+                };
                 let series = &mut usage[at];
                 let last = series.points.last().map_or(Milli::ZERO, |p| p.1);
                 let amount = job.request.get(res);
