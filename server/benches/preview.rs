@@ -160,7 +160,7 @@ struct Gen {
 
 /// Queue weights fall off like 1/(1 + q/4): the first queues are busy, the last quiet.
 fn workload(window_from_ms: i64) -> Vec<Gen> {
-    let mut rng = Rng(0x5eed_0f_da7a);
+    let mut rng = Rng(0x005e_ed0f_da7a);
     let weights: Vec<f64> = (0..QUEUES).map(|q| 1.0 / (1.0 + q as f64 / 4.0)).collect();
     let total: f64 = weights.iter().sum();
     let n = JOBS_IN_WINDOW + JOBS_IN_WINDOW * LEAD_MS / DAY_MS;

@@ -14,6 +14,11 @@ use crate::engine::{Compiled, Milli, Name};
 use super::load::Workload;
 use super::window::Span;
 
+/// One side's tally of a queue: stats, waits, rejection reasons.
+type Tally = (QueueStats, Vec<i64>, BTreeMap<String, u64>);
+/// A quota cell's series on each side.
+type Sides<'a> = (Option<&'a UsageSeries>, Option<&'a UsageSeries>);
+
 /// Buckets of a usage series over the window.
 pub const USAGE_BUCKETS: usize = 48;
 
@@ -52,7 +57,7 @@ pub fn queues(w: &Workload, a: &Report, d: &Report, ca: &Compiled, cd: &Compiled
     }
     let side = |r: &Report| {
         let end = end_of(r, span);
-        let mut stats: HashMap<Option<Name>, (QueueStats, Vec<i64>, BTreeMap<String, u64>)> = HashMap::new();
+        let mut stats: HashMap<Option<Name>, Tally> = HashMap::new();
         for (j, rec) in r.jobs.iter().zip(&w.records) {
             if rec.running_at_start {
                 continue;
@@ -121,7 +126,7 @@ pub fn usage(a: &Report, d: &Report, span: Span) -> (Vec<UsageImpact>, f64) {
     let step = ((to - from) as f64 / USAGE_BUCKETS as f64).max(1.0);
     let key = |s: &UsageSeries| (s.queue.clone(), s.flavor.clone(), s.resource.clone());
     let mut cells: Vec<(Name, Name, Name)> = Vec::new();
-    let mut by_key: HashMap<(Name, Name, Name), (Option<&UsageSeries>, Option<&UsageSeries>)> = HashMap::new();
+    let mut by_key: HashMap<(Name, Name, Name), Sides> = HashMap::new();
     for (side, r) in [(0, a), (1, d)] {
         for s in &r.usage {
             let k = key(s);

@@ -251,7 +251,7 @@ pub fn run_with(
         }
         sim.report.end_ms = now;
         instants += 1;
-        if instants % CONTROL_EVERY == 0 && !control(Progress { submitted: next, total: order.len(), now_ms: now }) {
+        if instants.is_multiple_of(CONTROL_EVERY) && !control(Progress { submitted: next, total: order.len(), now_ms: now }) {
             return Err(Cancelled);
         }
         let t_finish = sim.finishes.peek().map(|Reverse((t, _, _))| *t);
