@@ -94,7 +94,7 @@ async fn main() {
         ("page 1,000 deep (cursor)", "/api/v1/jobs?max_items=50&cursor=50000".to_string()),
         ("state=failed", "/api/v1/jobs?max_items=50&state=failed".to_string()),
         ("state=failed, deep", "/api/v1/jobs?max_items=50&state=failed&cursor=20000".to_string()),
-        ("queue=q3", "/api/v1/jobs?max_items=50&queue=q3".to_string()),
+        ("queue=q4", "/api/v1/jobs?max_items=50&queue=q4".to_string()),
         ("label team=t3", "/api/v1/jobs?max_items=50&label=team%3Dt3".to_string()),
         ("submitter=user-7", "/api/v1/jobs?max_items=50&submitter=user-7".to_string()),
         ("submitted in the last day", "/api/v1/jobs?max_items=50&since=24h".to_string()),

@@ -41,7 +41,7 @@ pub fn usage(history: &History, stacked: bool) -> ChartData {
         .tooltip(Tooltip::new().trigger(Trigger::Axis))
         .legend(Legend::new().type_(charming::component::LegendType::Scroll).top(0))
         .grid(Grid::new().left(48).right(24).top(36).bottom(32).contain_label(true))
-        .x_axis(Axis::new().type_(AxisType::Time).min(x_min).max(history.until.timestamp_millis()))
+        .x_axis(Axis::new().type_(AxisType::Time).min(x_min).max(history.until.timestamp_millis()).split_number(4))
         .y_axis(Axis::new().type_(AxisType::Value).name("in use"));
     for (i, (name, (used, nominal))) in series.into_iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];

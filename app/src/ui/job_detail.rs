@@ -155,12 +155,11 @@ fn Actions(id: String, priority: i64, acted: RwSignal<u32>) -> impl IntoView {
     let submit_priority = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         match new_priority.get().trim().parse::<i64>() {
-            Ok(p) => reprioritize.dispatch(p),
-            Err(_) => {
-                error.set(Some(format!("priority: `{}` is not a whole number", new_priority.get())));
-                return;
+            Ok(p) => {
+                reprioritize.dispatch(p);
             }
-        };
+            Err(_) => error.set(Some(format!("priority: `{}` is not a whole number", new_priority.get()))),
+        }
     };
     view! {
         <div class="job-actions">

@@ -165,11 +165,11 @@ fn JobRow(j: Job, now: RwSignal<chrono::DateTime<chrono::Utc>>) -> impl IntoView
         <tr data-testid="job-row" data-job=j.id.clone() data-state=state.as_str()>
             <td><a href=format!("/jobs/{}", j.id)>{j.name.clone()}</a><div class="sub mono">{j.id.clone()}</div><div class="labels">{labels}</div></td>
             <td><StateBadge state/></td>
-            <td>{j.queue.clone().map(|q| view! { <a href=format!("/queues/{q}")>{q.clone()}</a> })}</td>
-            <td class="num">{j.priority}</td>
-            <td>{j.submitter.clone()}</td>
-            <td><LocalTime at=submitted/></td>
-            <td>{took}</td>
+            <td data-label="queue">{j.queue.clone().map(|q| view! { <a href=format!("/queues/{q}")>{q.clone()}</a> })}</td>
+            <td class="num" data-label="priority">{j.priority}</td>
+            <td data-label="by">{j.submitter.clone()}</td>
+            <td data-label="submitted"><LocalTime at=submitted/></td>
+            <td data-label="took">{took}</td>
         </tr>
     }
 }

@@ -53,9 +53,9 @@ pub fn QueuePage() -> impl IntoView {
                                 <tr data-testid="recent-row" data-job=j.id.clone()>
                                     <td><a href=format!("/jobs/{}", j.id)>{j.name.clone()}</a><div class="sub mono">{j.id.clone()}</div></td>
                                     <td><StateBadge state=j.state/></td>
-                                    <td>{j.finished_at.map(|at| view! { <LocalTime at/> })}</td>
-                                    <td>{match (j.started_at, j.finished_at) { (Some(s), Some(f)) => duration(secs_between(s, f)), _ => "–".into() }}</td>
-                                    <td class="num">{j.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "–".into())}</td>
+                                    <td data-label="finished">{j.finished_at.map(|at| view! { <LocalTime at/> })}</td>
+                                    <td data-label="ran">{match (j.started_at, j.finished_at) { (Some(s), Some(f)) => duration(secs_between(s, f)), _ => "–".into() }}</td>
+                                    <td class="num" data-label="exit">{j.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "–".into())}</td>
                                 </tr>
                             }).collect_view()}</tbody>
                         </table></div>
@@ -91,8 +91,8 @@ fn QueueBody(q: QueueView) -> impl IntoView {
             <tr data-testid="pending-row" data-job=p.id.clone()>
                 <td class="num">{if p.position == 0 { "–".to_string() } else { p.position.to_string() }}</td>
                 <td><a href=format!("/jobs/{}", p.id)>{p.name.clone()}</a><div class="sub mono">{p.id.clone()}</div></td>
-                <td class="num">{p.priority}</td>
-                <td title="Since it was enqueued (a preempted job keeps its first enqueue time)">{move || duration(secs_between(at, live.now.get()))}</td>
+                <td class="num" data-label="priority">{p.priority}</td>
+                <td data-label="waiting" title="Since it was enqueued (a preempted job keeps its first enqueue time)">{move || duration(secs_between(at, live.now.get()))}</td>
                 <td class="reason">{p.reason.clone()}</td>
             </tr>
         }
@@ -104,11 +104,11 @@ fn QueueBody(q: QueueView) -> impl IntoView {
             <tr data-testid="running-row" data-job=r.id.clone()>
                 <td><a href=format!("/jobs/{}", r.id)>{r.name.clone()}</a><div class="sub mono">{r.id.clone()}</div></td>
                 <td><StateBadge state=r.state/></td>
-                <td class="num">{r.priority}</td>
-                <td>{flavors.join(", ")}</td>
-                <td class="mono">{r.node.clone()}</td>
-                <td>{started.map(|at| view! { <LocalTime at/> })}</td>
-                <td>{move || started.map(|at| duration(secs_between(at, live.now.get()))).unwrap_or_else(|| "starting".into())}</td>
+                <td class="num" data-label="priority">{r.priority}</td>
+                <td data-label="flavor">{flavors.join(", ")}</td>
+                <td class="mono" data-label="node">{r.node.clone()}</td>
+                <td data-label="started">{started.map(|at| view! { <LocalTime at/> })}</td>
+                <td data-label="runtime">{move || started.map(|at| duration(secs_between(at, live.now.get()))).unwrap_or_else(|| "starting".into())}</td>
             </tr>
         }
     }).collect_view();

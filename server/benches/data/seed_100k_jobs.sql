@@ -14,4 +14,4 @@ SELECT 'j-bench' || i, 'bench-' || i, 'user-' || (i % 20), NULL,
        t.submitted_at_us - (100000 - i) * 5000000 + 1000, t.submitted_at_us - (100000 - i) * 5000000 + 2000,
        t.submitted_at_us - (100000 - i) * 5000000 + 3000000, CASE i % 10 WHEN 0 THEN 1 ELSE 0 END, NULL
 FROM n, (SELECT * FROM jobs ORDER BY seq LIMIT 1) AS t;
-INSERT INTO job_labels (key, value, job_seq) SELECT 'team', 't' || (seq % 10), seq FROM jobs WHERE id LIKE 'j-bench%';
+INSERT INTO job_labels (key, value, job_seq) SELECT 'team', 't' || (seq % 7), seq FROM jobs WHERE id LIKE 'j-bench%';

@@ -13,7 +13,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use tokio::sync::watch;
 
-use crate::db::Db;
+use crate::db::{Db, DbKind};
 
 /// Store failures.
 #[derive(Debug, thiserror::Error)]
@@ -322,9 +322,16 @@ impl JobStore {
             sql.push(" AND submitted_at_us < ?", Bind::I(t));
         }
         if let Some(text) = &filter.search {
-            let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-            sql.push(" AND (LOWER(id) LIKE ? ESCAPE '\\'", Bind::S(pattern.clone()));
-            sql.push(" OR LOWER(name) LIKE ? ESCAPE '\\')", Bind::S(pattern));
+            // Case-insensitive: SQLite's LIKE already is (for ASCII), PostgreSQL needs ILIKE.
+            // LOWER() on both sides would cost SQLite 3x on a full scan.
+            let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+            let like = match self.db.kind {
+                DbKind::Sqlite => "LIKE",
+                DbKind::Postgres => "ILIKE",
+            };
+            // A subquery on (seq, id, name) only, so it scans the narrow `jobs_search` index.
+            sql.push(&format!(" AND seq IN (SELECT seq FROM jobs WHERE id {like} ? ESCAPE '\\'"), Bind::S(pattern.clone()));
+            sql.push(&format!(" OR name {like} ? ESCAPE '\\')"), Bind::S(pattern));
         }
         if let Some((k, v)) = &filter.label {
             sql.push(" AND seq IN (SELECT job_seq FROM job_labels WHERE key = ?", Bind::S(k.clone()));
