@@ -148,7 +148,7 @@ test('the usage chart carries the data points of the queue that ran jobs', async
   const box = await page.locator('[data-testid=history-chart]').boundingBox();
   await page.mouse.move(box.x + box.width * 0.95, box.y + box.height / 2);
   await page.waitForTimeout(300);
-  await screenshotBoth(page, 'history');
+  await screenshotBoth(page, 'usage');
   // Stacked per queue.
   await page.goto(`${server.url}/history?range=1h&flavor=local&resource=cpu&view=stacked`);
   await hydrated(page);
@@ -259,4 +259,32 @@ test('overview and queue pages, and live updates surviving a server restart', as
   assert.equal(await page.evaluate(() => window.__noReload), true);
   await fetch(`${server.url}/api/v1/jobs/${blocker.id}/cancel`, { method: 'POST' });
   await page.locator(`[data-testid=recent-row][data-job="${after.id}"]`).waitFor({ timeout: 15_000 });
+});
+
+test('a stage page shows progress by state and each job result, live', async () => {
+  const r = await fetch(`${server.url}/api/v1/stages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      name: 'eval-sweep',
+      parallelism: { max_concurrent: 1 },
+      jobs: [
+        { name: 'ok-a', entrypoint: 'echo result-a', resources: { memory_gb: 0.001 } },
+        { name: 'bad-b', entrypoint: 'echo oops >&2; exit 3', resources: { memory_gb: 0.001 } },
+      ],
+    }),
+  });
+  const stage = await r.json();
+  assert.ok(r.ok, JSON.stringify(stage));
+  const page = await chrome.newPage();
+  await page.goto(`${server.url}/stages/${stage.stage_id}`);
+  await hydrated(page);
+  await page.waitForSelector('text=finished with failures', { timeout: 20_000 });
+  const counts = await page.textContent('[data-testid=stage-counts]');
+  assert.match(counts, /1 succeeded/);
+  assert.match(counts, /1 failed/);
+  const rows = page.locator('[data-testid=stage-job]');
+  assert.equal(await rows.count(), 2);
+  assert.match(await rows.filter({ hasText: 'bad-b' }).textContent(), /3/);
+  assert.deepEqual(page.errors, []);
 });
