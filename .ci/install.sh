@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what Berth's build and tests need and is missing; idempotent, skips what is there.
-#   .ci/install.sh run    - enough to build and serve: the wasm target and wasm-bindgen-cli
+#   .ci/install.sh run    - enough to build and serve: the wasm target, wasm-bindgen-cli, ECharts (npm)
 #   .ci/install.sh test   - plus PostgreSQL, Chromium (Debian) and the end2end npm packages
 #   .ci/install.sh bench  - plus GNU parallel (a peer in the runtime bench)
 set -euo pipefail
@@ -20,6 +20,12 @@ if [ "$have" != "$want" ]; then
   say "installing wasm-bindgen-cli $want (found: ${have:-none}); takes about 2 minutes"
   # Not --locked: its lock pins a crate version this registry does not carry.
   cargo install wasm-bindgen-cli --version "$want"
+fi
+
+# ECharts, served by the dashboard itself (frontend/package.json pins it; no CDN).
+if [ ! -f frontend/node_modules/echarts/dist/echarts.min.js ] || [ frontend/package-lock.json -nt frontend/node_modules/.package-lock.json ]; then
+  say "installing ECharts (npm) for the dashboard's charts"
+  (cd frontend && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 [ "$what" = run ] && exit 0

@@ -395,6 +395,15 @@ pub struct JobResult {
     pub outputs: BTreeMap<String, serde_json::Value>,
 }
 
+/// `GET /api/v1/history`: the range, the step it was downsampled to, and the samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct History {
+    pub since: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    pub step_s: f64,
+    pub samples: Vec<Sample>,
+}
+
 /// `GET /api/v1/stages/{id}/results` (seed 002's StageExecutionResult).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StageResults {

@@ -6,7 +6,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
-import { startServer, startBrowser, hydrated, applyConfig, SCREENSHOTS, SIZES } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { startServer, startBrowser, hydrated, applyConfig, submitJob, eventually, getJson, SCREENSHOTS, SIZES } from './harness.mjs';
 import { bigConfig } from './configs.mjs';
 
 const SEED = readFileSync(new URL('../../app/src/config/testdata/seed_example.yaml', import.meta.url), 'utf8');
@@ -67,4 +68,44 @@ test('live validation: under 5 ms for 200 queues, measured in the browser', asyn
   // The target holds for what users run: the optimized build. A debug build only reports.
   if (optimized) assert.ok(bigValidate < 5, `validating 200 queues took ${bigValidate.toFixed(2)} ms`);
   assert.deepEqual(page.errors, []);
+});
+
+// The jobs page with 100,000 jobs in the database (cloned by server/benches/data/
+// seed_100k_jobs.sql through Python's sqlite3 while the server is stopped): time from
+// navigation to 50 rows on screen (server-rendered) and to an interactive (hydrated) page,
+// and a filter applied in the page. Reported in screenshots/bench-jobs.json, not asserted.
+test('jobs page with 100,000 jobs: time to rows and to interactive', async () => {
+  let s = await startServer();
+  const first = await submitJob(s.url, { entrypoint: 'true', resources: { cpu: 1 } });
+  await eventually(async () => (await getJson(s.url, `/api/v1/jobs/${first.id}`)).state === 'succeeded', { what: 'the template job' });
+  await s.stop();
+  const seed = new URL('../../server/benches/data/seed_100k_jobs.sql', import.meta.url).pathname;
+  const count = Number(execFileSync('python3', ['-c', 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.executescript(open(sys.argv[2]).read()); c.commit(); print(c.execute("SELECT COUNT(*) FROM jobs").fetchone()[0])', `${s.dir}/berth.db`, seed]).toString());
+  s = await startServer({ dir: s.dir, port: s.port });
+  try {
+    const page = await chrome.newPage(SIZES.desktop);
+    const runs = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = Date.now();
+      await page.goto(s.url + '/jobs', { waitUntil: 'commit' });
+      await page.waitForSelector('[data-testid=job-row] >> nth=49');
+      const rows = Date.now() - t0;
+      await hydrated(page);
+      runs.push({ rows_visible_ms: rows, interactive_ms: Date.now() - t0 });
+    }
+    // A filter through the form: client-side navigation, new rows.
+    const t0 = Date.now();
+    await page.fill('#f-label', 'team=t3');
+    await page.selectOption('#f-state', 'failed');
+    await page.click('[data-testid=job-filters] button[type=submit]');
+    await eventually(async () => (await page.locator('[data-testid=job-row]').evaluateAll((r) => r.every((x) => x.dataset.state === 'failed'))) && (await page.locator('[data-testid=job-row]').count()) === 50, { what: 'filtered rows' });
+    const filter_ms = Date.now() - t0;
+    const figures = { jobs_in_database: count, runs, filter_ms };
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    writeFileSync(SCREENSHOTS + 'bench-jobs.json', JSON.stringify(figures, null, 2) + '\n');
+    console.log('# jobs page, 100k jobs', JSON.stringify(figures));
+    assert.deepEqual(page.errors, []);
+  } finally {
+    await s.stop();
+  }
 });

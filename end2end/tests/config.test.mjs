@@ -17,7 +17,7 @@ after(async () => {
 
 test('fresh install shows version 1 and the history lists applied versions with local times', async () => {
   const page = await chrome.newPage(SIZES.desktop, { timezoneId: 'Asia/Tokyo' });
-  await page.goto(server.url + '/');
+  await page.goto(server.url + '/config');
   await hydrated(page);
   assert.match(await page.textContent('[data-testid=active-meta]'), /version 1/);
   await page.click('#tab-yaml');

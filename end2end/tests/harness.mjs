@@ -22,14 +22,17 @@ async function freePort() {
   });
 }
 
-/** Starts a server; returns { url, stop, log }. */
-export async function startServer() {
+/**
+ * Starts a server; returns { url, dir, port, stop, log }. Pass the `dir` and `port` of a
+ * stopped one to restart it on the same database; `args` are extra `serve` flags.
+ */
+export async function startServer({ dir, port, args = [] } = {}) {
   const bin = process.env.BERTH_BIN;
   if (!bin) throw new Error('BERTH_BIN is not set: run through `make e2e` or `make test`');
-  const dir = mkdtempSync(join(tmpdir(), 'berth-e2e-'));
-  const port = await freePort();
+  dir ??= mkdtempSync(join(tmpdir(), 'berth-e2e-'));
+  port ??= await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', `sqlite://${dir}/berth.db`, '--data-dir', `${dir}/data`], {
+  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', `sqlite://${dir}/berth.db`, '--data-dir', `${dir}/data`, ...args], {
     env: { ...process.env, RUST_LOG: 'warn' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -48,6 +51,8 @@ export async function startServer() {
   }
   return {
     url,
+    dir,
+    port,
     log: () => log,
     stop: async () => {
       child.kill('SIGTERM');
@@ -134,4 +139,27 @@ export async function getJson(url, path) {
 /** A version record (`active` for the active one). */
 export async function getVersion(url, version = 'active') {
   return getJson(url, version === 'active' ? '/api/v1/scheduler/config' : `/api/v1/scheduler/config/versions/${version}`);
+}
+
+/** Submits a job through the REST API; returns the job (a rejection throws). */
+export async function submitJob(url, job, user = 'alice') {
+  const r = await fetch(`${url}/api/v1/jobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-berth-user': user },
+    body: JSON.stringify(job),
+  });
+  const body = await r.json();
+  if (!r.ok) throw new Error(`submit failed: ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** Polls `f` until it returns something truthy (or throws after `timeout` ms). */
+export async function eventually(f, { timeout = 20_000, what = 'condition' } = {}) {
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    const v = await f();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }

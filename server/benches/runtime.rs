@@ -11,7 +11,8 @@
 //!   between the two runs so both start from an empty job history).
 //!
 //! `BERTH_BENCH_RUNTIME=latency,throughput` picks scenarios (default: all);
-//! `BERTH_BENCH_QUICK=1` shortens them (for a smoke run, not for figures).
+//! `BERTH_BENCH_QUICK=1` shortens them (for a smoke run, not for figures);
+//! `BERTH_BENCH_LOG=debug` sets the server's `RUST_LOG` and keeps its log beside its directory.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -47,8 +48,8 @@ impl Server {
             .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
             .args(["--data-dir", &format!("{}/data", dir.display())])
             .args(extra)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
+            .env("RUST_LOG", std::env::var("BERTH_BENCH_LOG").unwrap_or_else(|_| "warn".into()))
+            .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("berth serve starts");
@@ -132,6 +133,14 @@ impl Server {
         (cpu, hwm / 1024.0)
     }
 
+    /// CPU seconds (user + system) of the server's reaped children: the jobs themselves.
+    fn children_cpu(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+        let ticks = |i: usize| fields.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(13) + ticks(14)) / 100.0
+    }
+
     /// Bytes this server process has caused to be written to storage.
     fn write_bytes(&self) -> u64 {
         let io = std::fs::read_to_string(format!("/proc/{}/io", self.child.id())).unwrap_or_default();
@@ -144,6 +153,10 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = Command::new("pkill").arg("-KILL").arg("-f").arg(self.dir.display().to_string()).status();
+        if std::env::var_os("BERTH_BENCH_LOG").is_some() {
+            // Asked for a log level: keep the server's log for reading.
+            let _ = std::fs::copy(self.dir.join("server.log"), self.dir.with_extension("log"));
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
@@ -228,12 +241,16 @@ async fn throughput() {
     while let Some(r) = set.join_next().await {
         assert!(r.unwrap().is_success());
     }
+    let submitted = t.elapsed().as_secs_f64();
     server.drain(Duration::from_secs(300)).await;
     let berth = t.elapsed().as_secs_f64();
+    let (server_cpu, _) = server.usage();
+    let jobs_cpu = server.children_cpu();
     let jobs = server.all_jobs().await;
     assert!(jobs.iter().all(|j| j["state"] == "succeeded"));
-    let events = server.events("kind=admitted,finished").await;
+    let events = server.events("kind=admitted,started,finished").await;
     let peak = peak_running(&events);
+    let gaps = slot_gaps(&events);
     let xargs = run_peer(&format!("seq {n} | xargs -P 2 -I{{}} sh -c true"));
     let parallel = run_peer(&format!("seq {n} | parallel -j 2 true"));
     println!("\n## throughput: {n} jobs running `true`, 2 slots");
@@ -248,6 +265,49 @@ async fn throughput() {
     row("xargs -P 2 sh -c true", xargs);
     row("GNU parallel -j 2 true", parallel);
     println!("berth never ran more than {peak} at once (from the event log); target: within 1.5x of xargs");
+    println!(
+        "berth: all {n} submitted after {submitted:.2} s; server {server_cpu:.2} s CPU, jobs {jobs_cpu:.2} s CPU; \
+         per job (ms, p50/p90): finished -> next admitted {}, admitted -> started {}, started -> finished {}",
+        gaps[0], gaps[1], gaps[2]
+    );
+}
+
+/// From the event log, p50/p90 (ms) of: a finish to the next admission, an admission to its
+/// start, a start to its finish — where the time between two jobs on a slot goes.
+fn slot_gaps(events: &[Value]) -> [String; 3] {
+    let mut out: [Vec<f64>; 3] = Default::default();
+    let mut last_finish: Option<DateTime<Utc>> = None;
+    let mut admitted: HashMap<&str, DateTime<Utc>> = HashMap::new();
+    let mut started: HashMap<&str, DateTime<Utc>> = HashMap::new();
+    let ms = |a: DateTime<Utc>, b: DateTime<Utc>| (b - a).num_microseconds().unwrap_or(0) as f64 / 1000.0;
+    for e in events {
+        let (Some(job), Some(at)) = (e["job_id"].as_str(), time(&e["at"])) else { continue };
+        match e["kind"].as_str() {
+            Some("admitted") => {
+                if let Some(f) = last_finish.take() {
+                    out[0].push(ms(f, at));
+                }
+                admitted.insert(job, at);
+            }
+            Some("started") => {
+                if let Some(a) = admitted.get(job) {
+                    out[1].push(ms(*a, at));
+                }
+                started.insert(job, at);
+            }
+            Some("finished") => {
+                if let Some(s) = started.get(job) {
+                    out[2].push(ms(*s, at));
+                }
+                last_finish = Some(at);
+            }
+            _ => {}
+        }
+    }
+    out.map(|mut v| {
+        v.sort_by(f64::total_cmp);
+        format!("{:.2}/{:.2}", percentile(&v, 0.5), percentile(&v, 0.9))
+    })
 }
 
 /// Most jobs holding quota at once, replaying admitted/finished events.

@@ -29,10 +29,15 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
         .site_addr(args.addr)
         .env(Env::PROD)
         .build();
+    let shutdown = state.shutdown.clone();
     let app = crate::http::router(state, leptos);
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
     tracing::info!(addr = %args.addr, database = %redact_url(&args.database_url), "berth is serving on http://{}", args.addr);
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await?;
+    let stopping = async move {
+        shutdown_signal().await;
+        shutdown.send_replace(true);
+    };
+    axum::serve(listener, app).with_graceful_shutdown(stopping).await?;
     Ok(())
 }
 

@@ -18,6 +18,9 @@ pub struct AppState {
     pub db: Db,
     pub config: Arc<ConfigService>,
     pub runtime: Runtime,
+    /// Set once the server begins shutting down: long-lived responses (the event stream)
+    /// end so a graceful shutdown does not wait on open browser tabs.
+    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 /// How the runtime is set up: the loop's tunables, the local backend (`None`: no local
@@ -65,6 +68,6 @@ impl AppState {
         let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings)
             .await
             .context("cannot start the admission loop")?;
-        Ok(AppState { db, config, runtime })
+        Ok(AppState { db, config, runtime, shutdown: Arc::new(tokio::sync::watch::channel(false).0) })
     }
 }

@@ -4,15 +4,22 @@
 use std::sync::Arc;
 
 use app::api::{ConfigVersion, VersionPage};
-use app::preview::PreviewReport;
 use app::config::diff::ConfigDiff;
 use app::config::parse::{parse, Format};
-use app::ui::backend::{Backend, BoxFuture, SharedBackend};
-use app::ui::server_fns::{ApplyInput, ApplyOutcome};
+use app::jobs::{EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
+use app::preview::PreviewReport;
+use app::ui::backend::{Answer, Backend, SharedBackend};
+use app::ui::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
+use crate::http::body::Params;
+use crate::http::error::ApiError;
+use crate::http::jobs::{event_query, history_query, job_query, last_lines, MAX_LOG};
+use crate::runtime::backend::Stream;
+use crate::runtime::store::time_of;
+use crate::runtime::RuntimeError;
 use crate::service::ServiceError;
 use crate::state::AppState;
 use crate::store::{ApplyMeta, StoreError};
@@ -34,7 +41,24 @@ pub fn dashboard(state: AppState, options: LeptosOptions) -> Router {
 }
 
 fn message(e: ServiceError) -> String {
-    crate::http::error::ApiError::from(e).message
+    ApiError::from(e).message
+}
+
+fn failed(e: RuntimeError) -> String {
+    ApiError::from(e).message
+}
+
+/// A URL query string as the REST handlers' parameters.
+fn params(query: &str) -> Result<Params, String> {
+    serde_urlencoded::from_str(query).map(Params).map_err(|e| format!("malformed query: {e}"))
+}
+
+/// Who acts from the dashboard until sign-in exists: the name typed in, or `dashboard`.
+fn actor(by: &str) -> String {
+    match by.trim() {
+        "" => "dashboard".into(),
+        name => name.chars().take(128).collect(),
+    }
 }
 
 fn meta(input: ApplyInput) -> ApplyMeta {
@@ -59,19 +83,19 @@ fn outcome(result: Result<app::api::ApplyResponse, ServiceError>) -> Result<Appl
 }
 
 impl Backend for AppState {
-    fn config(&self, version: Option<i64>) -> BoxFuture<'_, Result<ConfigVersion, String>> {
+    fn config(&self, version: Option<i64>) -> Answer<'_, ConfigVersion> {
         Box::pin(async move { self.config.get(version).await.map_err(message) })
     }
 
-    fn versions(&self, cursor: Option<String>, max_items: i64) -> BoxFuture<'_, Result<VersionPage, String>> {
+    fn versions(&self, cursor: Option<String>, max_items: i64) -> Answer<'_, VersionPage> {
         Box::pin(async move { self.config.list(Some(max_items), cursor.as_deref()).await.map_err(message) })
     }
 
-    fn diff(&self, from: Option<i64>, to: Option<i64>) -> BoxFuture<'_, Result<ConfigDiff, String>> {
+    fn diff(&self, from: Option<i64>, to: Option<i64>) -> Answer<'_, ConfigDiff> {
         Box::pin(async move { self.config.diff(from, to).await.map_err(message) })
     }
 
-    fn apply(&self, yaml: String, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>> {
+    fn apply(&self, yaml: String, input: ApplyInput) -> Answer<'_, ApplyOutcome> {
         Box::pin(async move {
             let config = match parse(&yaml, Format::Yaml) {
                 Ok(c) => c,
@@ -81,11 +105,11 @@ impl Backend for AppState {
         })
     }
 
-    fn rollback(&self, version: i64, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>> {
+    fn rollback(&self, version: i64, input: ApplyInput) -> Answer<'_, ApplyOutcome> {
         Box::pin(async move { outcome(self.config.rollback(version, &meta(input)).await) })
     }
 
-    fn preview(&self, yaml: String, window: String) -> BoxFuture<'_, Result<PreviewReport, String>> {
+    fn preview(&self, yaml: String, window: String) -> Answer<'_, PreviewReport> {
         Box::pin(async move {
             let draft = parse(&yaml, Format::Yaml).map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))?;
             let now = crate::runtime::now_us();
@@ -94,5 +118,79 @@ impl Backend for AppState {
                 .await
                 .map_err(|e| crate::http::error::ApiError::from(e).message)
         })
+    }
+    fn queues(&self) -> Answer<'_, Vec<QueueView>> {
+        Box::pin(async move { self.runtime.queues(None).await.map_err(failed) })
+    }
+
+    fn queue(&self, name: String) -> Answer<'_, QueueView> {
+        Box::pin(async move {
+            let mut views = self.runtime.queues(Some(name)).await.map_err(failed)?;
+            Ok(views.remove(0))
+        })
+    }
+
+    fn nodes(&self) -> Answer<'_, Vec<NodeView>> {
+        Box::pin(async move { self.runtime.nodes().await.map_err(failed) })
+    }
+
+    fn jobs(&self, query: String) -> Answer<'_, JobPage> {
+        Box::pin(async move {
+            let (filter, cursor, limit) = job_query(&params(&query)?).map_err(|e| e.message)?;
+            self.runtime.jobs(&filter, cursor, limit).await.map_err(failed)
+        })
+    }
+
+    fn job(&self, id: String) -> Answer<'_, Job> {
+        Box::pin(async move { self.runtime.job(&id).await.map_err(failed) })
+    }
+
+    fn logs(&self, id: String, stderr: bool, tail: u64) -> Answer<'_, String> {
+        Box::pin(async move {
+            let stream = if stderr { Stream::Stderr } else { Stream::Stdout };
+            let bytes = tail.saturating_mul(4096).clamp(64 * 1024, MAX_LOG);
+            let (log, _) = self.runtime.logs(&id, stream, Some(bytes)).await.map_err(failed)?;
+            Ok(String::from_utf8_lossy(last_lines(&log, tail as usize)).into_owned())
+        })
+    }
+
+    fn cancel(&self, id: String, by: String) -> Answer<'_, Job> {
+        Box::pin(async move { self.runtime.cancel(&id, &actor(&by)).await.map_err(failed) })
+    }
+
+    fn set_priority(&self, id: String, priority: i64, by: String) -> Answer<'_, Job> {
+        Box::pin(async move { self.runtime.set_priority(&id, priority, &actor(&by)).await.map_err(failed) })
+    }
+
+    fn submit(&self, request: JobRequest, by: String) -> Answer<'_, SubmitOutcome> {
+        Box::pin(async move {
+            match self.runtime.submit(request, &actor(&by)).await {
+                Ok(job) => Ok(SubmitOutcome::Submitted(Box::new(job))),
+                Err(RuntimeError::Rejected(job)) => Ok(SubmitOutcome::Rejected(job)),
+                Err(RuntimeError::Invalid(message)) => Ok(SubmitOutcome::Invalid(message)),
+                Err(e) => Err(failed(e)),
+            }
+        })
+    }
+
+    fn events(&self, query: String) -> Answer<'_, EventPage> {
+        Box::pin(async move {
+            let (filter, cursor, limit) = event_query(&params(&query)?).map_err(|e| e.message)?;
+            let (events, more) = self.runtime.events(&filter, cursor, limit).await.map_err(failed)?;
+            let next_cursor = more.then(|| events.last().map(|e| e.seq.to_string())).flatten();
+            Ok(EventPage { events, next_cursor })
+        })
+    }
+
+    fn history(&self, query: String) -> Answer<'_, History> {
+        Box::pin(async move {
+            let q = history_query(&params(&query)?).map_err(|e| e.message)?;
+            let samples = self.runtime.history(&q).await.map_err(failed)?;
+            Ok(History { since: time_of(q.since_us), until: time_of(q.until_us), step_s: q.step_us as f64 / 1e6, samples })
+        })
+    }
+
+    fn stage(&self, id: String) -> Answer<'_, (StageStatus, StageResults)> {
+        Box::pin(async move { Ok((self.runtime.stage(&id).await.map_err(failed)?, self.runtime.stage_results(&id).await.map_err(failed)?)) })
     }
 }

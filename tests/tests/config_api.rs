@@ -279,10 +279,14 @@ async fn dashboard_renders_the_active_config(backend: Backend) {
     let (status, html) = app.get_text("/config/versions", "text/html").await;
     assert_eq!(status, 200);
     assert!(html.contains("v2") && html.contains("seed"), "server-rendered history lists v2");
-    let (status, html) = app.get_text("/", "text/html").await;
+    let (status, html) = app.get_text("/config", "text/html").await;
     assert_eq!(status, 200);
     assert!(html.contains("version 2"));
     assert!(html.contains("research"));
+    // The overview is server-rendered with the applied config's queues.
+    let (status, html) = app.get_text("/", "text/html").await;
+    assert_eq!(status, 200);
+    assert!(html.contains(r#"data-queue="research""#), "the overview lists the seed's queues");
 }
 
 on_both_databases!(

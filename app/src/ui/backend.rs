@@ -6,29 +6,59 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::server_fns::{ApplyInput, ApplyOutcome};
+use super::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
+use crate::jobs::{EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
 use crate::preview::PreviewReport;
 
 /// A boxed, sendable future (the trait must be object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// The server's services as the dashboard sees them; errors are messages for people.
+/// An answer or a message for people.
+pub type Answer<'a, T> = BoxFuture<'a, Result<T, String>>;
+
+/// The server's services as the dashboard sees them. Queries are URL query strings with
+/// the REST API's parameters, so a page's URL and the API share one parser.
 pub trait Backend: Send + Sync + 'static {
     /// Version `version`, or the active one.
-    fn config(&self, version: Option<i64>) -> BoxFuture<'_, Result<ConfigVersion, String>>;
+    fn config(&self, version: Option<i64>) -> Answer<'_, ConfigVersion>;
     /// A page of versions, newest first.
-    fn versions(&self, cursor: Option<String>, max_items: i64) -> BoxFuture<'_, Result<VersionPage, String>>;
+    fn versions(&self, cursor: Option<String>, max_items: i64) -> Answer<'_, VersionPage>;
     /// Diff between two versions (defaults as in the service).
-    fn diff(&self, from: Option<i64>, to: Option<i64>) -> BoxFuture<'_, Result<ConfigDiff, String>>;
+    fn diff(&self, from: Option<i64>, to: Option<i64>) -> Answer<'_, ConfigDiff>;
     /// Applies a config given as YAML; a stale base or an invalid config is an outcome.
-    fn apply(&self, yaml: String, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>>;
+    fn apply(&self, yaml: String, input: ApplyInput) -> Answer<'_, ApplyOutcome>;
     /// Applies a copy of `version` as a new version.
-    fn rollback(&self, version: i64, input: ApplyInput) -> BoxFuture<'_, Result<ApplyOutcome, String>>;
+    fn rollback(&self, version: i64, input: ApplyInput) -> Answer<'_, ApplyOutcome>;
     /// Replays the recorded `window` (`24h`, …) under the draft (YAML) and the active config;
     /// dropping the future stops the replay.
-    fn preview(&self, yaml: String, window: String) -> BoxFuture<'_, Result<PreviewReport, String>>;
+    fn preview(&self, yaml: String, window: String) -> Answer<'_, PreviewReport>;
+
+    /// Every queue of the active config: usage vs quota, counts, pending and running jobs.
+    fn queues(&self) -> Answer<'_, Vec<QueueView>>;
+    /// One queue with its pending (in admission order) and running jobs.
+    fn queue(&self, name: String) -> Answer<'_, QueueView>;
+    /// The nodes of every backend with capacity, free resources and matching flavors.
+    fn nodes(&self) -> Answer<'_, Vec<NodeView>>;
+    /// A page of jobs (`GET /api/v1/jobs` parameters).
+    fn jobs(&self, query: String) -> Answer<'_, JobPage>;
+    /// One job with its state history.
+    fn job(&self, id: String) -> Answer<'_, Job>;
+    /// The last `tail` lines of a job's stdout or stderr.
+    fn logs(&self, id: String, stderr: bool, tail: u64) -> Answer<'_, String>;
+    /// Cancels a job on behalf of `by`.
+    fn cancel(&self, id: String, by: String) -> Answer<'_, Job>;
+    /// Changes a job's requested priority.
+    fn set_priority(&self, id: String, priority: i64, by: String) -> Answer<'_, Job>;
+    /// Submits a job; a rejection or bad input is an outcome.
+    fn submit(&self, request: JobRequest, by: String) -> Answer<'_, SubmitOutcome>;
+    /// A page of events (`GET /api/v1/events` parameters).
+    fn events(&self, query: String) -> Answer<'_, EventPage>;
+    /// Downsampled resource history (`GET /api/v1/history` parameters).
+    fn history(&self, query: String) -> Answer<'_, History>;
+    /// A stage's progress and results.
+    fn stage(&self, id: String) -> Answer<'_, (StageStatus, StageResults)>;
 }
 
 /// The backend as provided in context.

@@ -4,9 +4,21 @@
 pub mod backend;
 #[cfg(feature = "hydrate")]
 mod bench;
+#[cfg(feature = "ssr")]
+mod charts;
+mod chart;
 mod diff_view;
 mod editor;
+mod events;
+mod history;
+mod job_detail;
+mod jobs_list;
+mod live;
+mod overview;
+mod queue;
 pub mod server_fns;
+mod stage;
+mod submit;
 mod versions;
 mod widgets;
 
@@ -16,7 +28,27 @@ use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
 use editor::ConfigPage;
+use events::EventsPage;
+use history::HistoryPage;
+use job_detail::JobPage;
+use jobs_list::JobsPage;
+use overview::OverviewPage;
+use queue::QueuePage;
+use stage::StagePage;
+use submit::SubmitPage;
 use versions::{DiffPage, VersionPage, VersionsPage};
+
+/// `s` for a URL query value (RFC 3986 unreserved characters kept, the rest %-encoded).
+pub fn urlencode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
 
 /// The HTML document around the app, rendered on the server.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -27,6 +59,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="data:,"/>
+                // ECharts draws the charts; served by the app itself, never from a CDN.
+                <script defer src="/pkg/echarts.min.js"></script>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
@@ -41,6 +75,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    live::provide_live();
     // Marks the page as interactive once the wasm has taken over (tests wait for it).
     Effect::new(move |_| {
         if let Some(body) = document().body() {
@@ -54,14 +89,23 @@ pub fn App() -> impl IntoView {
             <header class="topbar">
                 <a class="brand" href="/">"⚓ Berth"</a>
                 <nav class="mainnav" aria-label="Main">
-                    <A href="/config" exact=true>"Config"</A>
-                    <A href="/config/versions">"History"</A>
-                    <A href="/config/diff">"Compare"</A>
+                    <A href="/" exact=true>"Overview"</A>
+                    <A href="/jobs">"Jobs"</A>
+                    <A href="/events">"Events"</A>
+                    <A href="/history">"Usage"</A>
+                    <A href="/config">"Config"</A>
                 </nav>
             </header>
             <main class="page">
                 <Routes fallback=|| view! { <div class="card"><h1>"Not found"</h1><p>"There is no page here."</p><a href="/">"Back to the dashboard"</a></div> }>
-                    <Route path=path!("/") view=ConfigPage/>
+                    <Route path=path!("/") view=OverviewPage/>
+                    <Route path=path!("/queues/:name") view=QueuePage/>
+                    <Route path=path!("/jobs") view=JobsPage/>
+                    <Route path=path!("/jobs/new") view=SubmitPage/>
+                    <Route path=path!("/jobs/:id") view=JobPage/>
+                    <Route path=path!("/events") view=EventsPage/>
+                    <Route path=path!("/history") view=HistoryPage/>
+                    <Route path=path!("/stages/:id") view=StagePage/>
                     <Route path=path!("/config") view=ConfigPage/>
                     <Route path=path!("/config/versions") view=VersionsPage/>
                     <Route path=path!("/config/versions/:version") view=VersionPage/>

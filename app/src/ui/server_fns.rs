@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
 use crate::config::Problem;
+use crate::jobs::{Event, EventPage, Job, JobPage, NodeView, QueueView, StageResults, StageStatus};
 use crate::preview::PreviewReport;
 
 /// Who applies, why, and on top of which version (a mismatch is a conflict, never an
@@ -62,6 +63,113 @@ pub async fn apply_draft(yaml: String, input: ApplyInput) -> Result<ApplyOutcome
 #[server]
 pub async fn rollback_to(version: i64, input: ApplyInput) -> Result<ApplyOutcome, ServerFnError> {
     backend()?.rollback(version, input).await.map_err(ServerFnError::new)
+}
+
+/// What became of a submission from the dashboard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SubmitOutcome {
+    Submitted(Box<Job>),
+    /// Recorded as `rejected`; the job carries the reason.
+    Rejected(Box<Job>),
+    /// Bad input: `field: problem`; nothing was recorded.
+    Invalid(String),
+}
+
+/// A chart for ECharts, described with charming on the server: the option as JSON, and how
+/// many points it carries (an empty chart says so instead of drawing blank axes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartData {
+    pub option: String,
+    pub points: usize,
+    /// The range the data covers and the step it was downsampled to, for the caption.
+    pub step_s: f64,
+}
+
+/// Every queue with usage, counts, pending and running jobs.
+#[server]
+pub async fn list_queues() -> Result<Vec<QueueView>, ServerFnError> {
+    backend()?.queues().await.map_err(ServerFnError::new)
+}
+
+/// Pending jobs a queue page lists; the count says how many more wait.
+pub const QUEUE_PAGE_PENDING: usize = 200;
+
+/// One queue, its first [`QUEUE_PAGE_PENDING`] pending jobs in admission order and all
+/// running ones.
+#[server]
+pub async fn get_queue(name: String) -> Result<QueueView, ServerFnError> {
+    let mut view = backend()?.queue(name).await.map_err(ServerFnError::new)?;
+    view.pending.truncate(QUEUE_PAGE_PENDING);
+    Ok(view)
+}
+
+/// Every node of every backend.
+#[server]
+pub async fn list_nodes() -> Result<Vec<NodeView>, ServerFnError> {
+    backend()?.nodes().await.map_err(ServerFnError::new)
+}
+
+/// A page of jobs; `query` holds `GET /api/v1/jobs` parameters.
+#[server]
+pub async fn list_jobs(query: String) -> Result<JobPage, ServerFnError> {
+    backend()?.jobs(query).await.map_err(ServerFnError::new)
+}
+
+/// One job with its history, and the preemptions it caused (newest first).
+#[server]
+pub async fn get_job(id: String) -> Result<(Job, Vec<Event>), ServerFnError> {
+    let backend = backend()?;
+    let job = backend.job(id.clone()).await.map_err(ServerFnError::new)?;
+    let caused = backend.events(format!("preemptor={id}&order=newest&max_items=100")).await.map_err(ServerFnError::new)?;
+    Ok((job, caused.events))
+}
+
+/// The last `tail` lines of a job's stdout (or stderr).
+#[server]
+pub async fn job_logs(id: String, stderr: bool, tail: u64) -> Result<String, ServerFnError> {
+    backend()?.logs(id, stderr, tail).await.map_err(ServerFnError::new)
+}
+
+/// Cancels a job.
+#[server]
+pub async fn cancel_job(id: String, by: String) -> Result<Job, ServerFnError> {
+    backend()?.cancel(id, by).await.map_err(ServerFnError::new)
+}
+
+/// Changes a job's priority.
+#[server]
+pub async fn change_priority(id: String, priority: i64, by: String) -> Result<Job, ServerFnError> {
+    backend()?.set_priority(id, priority, by).await.map_err(ServerFnError::new)
+}
+
+/// Submits a job given as JSON (the REST API's body).
+#[server]
+pub async fn submit_job(request: String, by: String) -> Result<SubmitOutcome, ServerFnError> {
+    let request: crate::jobs::JobRequest = match serde_json::from_str(&request) {
+        Ok(r) => r,
+        Err(e) => return Ok(SubmitOutcome::Invalid(e.to_string())),
+    };
+    backend()?.submit(request, by).await.map_err(ServerFnError::new)
+}
+
+/// A page of events; `query` holds `GET /api/v1/events` parameters.
+#[server]
+pub async fn list_events(query: String) -> Result<EventPage, ServerFnError> {
+    backend()?.events(query).await.map_err(ServerFnError::new)
+}
+
+/// A usage chart over `GET /api/v1/history` parameters: usage and quota lines per series,
+/// or with `stacked`, one stacked area per queue.
+#[server]
+pub async fn usage_chart(query: String, stacked: bool) -> Result<ChartData, ServerFnError> {
+    let history = backend()?.history(query).await.map_err(ServerFnError::new)?;
+    Ok(super::charts::usage(&history, stacked))
+}
+
+/// A stage's progress and results.
+#[server]
+pub async fn get_stage(id: String) -> Result<(StageStatus, StageResults), ServerFnError> {
+    backend()?.stage(id).await.map_err(ServerFnError::new)
 }
 
 /// What the draft (YAML) would have done to the recorded `window`, next to the active config.

@@ -24,3 +24,60 @@ pub fn ErrorBox(message: String) -> impl IntoView {
 pub fn Loading() -> impl IntoView {
     view! { <p class="loading">"Loading…"</p> }
 }
+
+/// A job state as a coloured badge.
+#[component]
+pub fn StateBadge(state: crate::jobs::JobState) -> impl IntoView {
+    use crate::jobs::JobState::*;
+    let tone = match state {
+        Pending | Admitted => "wait",
+        Running => "run",
+        Succeeded => "ok",
+        Failed | TimedOut | Rejected => "error",
+        Cancelled => "muted",
+    };
+    view! { <span class=format!("badge state {tone}") data-state=state.as_str()>{state.as_str().replace('_', " ")}</span> }
+}
+
+/// `42 s`, `3 m 20 s`, `2 h 5 m`, `3 d 4 h`.
+pub fn duration(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} m {} s", s / 60, s % 60),
+        3600..86400 => format!("{} h {} m", s / 3600, s % 3600 / 60),
+        _ => format!("{} d {} h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+/// A resource amount without needless decimals: `2`, `0.5`, `1.25`.
+pub fn amount(v: f64) -> String {
+    let r = (v * 1000.0).round() / 1000.0;
+    if r.fract() == 0.0 { format!("{r:.0}") } else { format!("{r}") }
+}
+
+/// Seconds from `from` to `to`.
+pub fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
+    (to - from).num_milliseconds() as f64 / 1000.0
+}
+
+/// Use of one resource against its quota: a bar, or "unlimited" / "blocked" said as such.
+#[component]
+pub fn UsageBar(label: String, used: f64, nominal: Option<f64>) -> impl IntoView {
+    let (fill, text, tone) = match nominal {
+        None => (0.0, format!("{} in use · unlimited", amount(used)), "unlimited"),
+        Some(n) if n <= 0.0 => (0.0, "blocked (quota 0)".to_string(), "blocked"),
+        Some(n) => {
+            let pct = (used / n * 100.0).clamp(0.0, 100.0);
+            (pct, format!("{} / {}", amount(used), amount(n)), if pct >= 100.0 { "full" } else if pct >= 80.0 { "high" } else { "" })
+        }
+    };
+    view! {
+        <div class=format!("usage {tone}") data-testid="usage">
+            <div class="usage-head"><span class="usage-label">{label.clone()}</span><span class="usage-text">{text.clone()}</span></div>
+            <div class="bar" role="meter" aria-label=format!("{label}: {text}") aria-valuemin="0" aria-valuemax="100" aria-valuenow=format!("{fill:.0}")>
+                <div class="fill" style=format!("width: {fill:.1}%")></div>
+            </div>
+        </div>
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use app::jobs::{EventPage, JobRequest, JobState, PriorityChange, StageRequest};
+use app::jobs::{EventPage, History, JobRequest, JobState, PriorityChange, StageRequest};
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::header::CONTENT_TYPE;
@@ -20,7 +20,7 @@ use super::body::{Params, RawBody};
 use super::error::ApiError;
 use super::identity::Identity;
 use crate::runtime::backend::Stream;
-use crate::runtime::store::{EventFilter, HistoryQuery, JobFilter};
+use crate::runtime::store::{time_of, EventFilter, HistoryQuery, JobFilter};
 use crate::runtime::{now_us, RuntimeError, MAX_PAGE};
 use crate::state::AppState;
 
@@ -75,7 +75,14 @@ async fn submit(State(state): State<AppState>, Identity(user): Identity, body: R
 }
 
 async fn list_jobs(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
-    let limit = page_size(&params, 50)?;
+    let (filter, cursor, limit) = job_query(&params)?;
+    Ok(Json(state.runtime.jobs(&filter, cursor, limit).await?).into_response())
+}
+
+/// `?queue=&state=a,b&label=K=V&submitter=&stage=&q=&since=&until=&cursor=&max_items=`,
+/// shared by the REST API and the dashboard.
+pub(crate) fn job_query(params: &Params) -> Result<(JobFilter, Option<i64>, i64), ApiError> {
+    let limit = page_size(params, 50)?;
     let cursor = params.get_i64("cursor")?;
     let mut filter = JobFilter {
         queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),
@@ -99,7 +106,7 @@ async fn list_jobs(State(state): State<AppState>, params: Params) -> Result<Resp
         let (k, v) = label.split_once('=').ok_or_else(|| ApiError::bad_request(format!("label: `{label}` is not KEY=VALUE")))?;
         filter.label = Some((k.to_string(), v.to_string()));
     }
-    Ok(Json(state.runtime.jobs(&filter, cursor, limit).await?).into_response())
+    Ok((filter, cursor, limit))
 }
 
 fn page_size(params: &Params, default: i64) -> Result<i64, ApiError> {
@@ -156,7 +163,7 @@ async fn set_priority(State(state): State<AppState>, Identity(user): Identity, P
 }
 
 /// Most bytes one logs response returns.
-const MAX_LOG: u64 = 16 * 1024 * 1024;
+pub(crate) const MAX_LOG: u64 = 16 * 1024 * 1024;
 
 /// `?stream=stdout|stderr&tail=LINES&follow=true`: plain text; with `follow`, the body stays
 /// open and grows until the job ends.
@@ -209,7 +216,7 @@ async fn logs(State(state): State<AppState>, Path(id): Path<String>, params: Par
     Ok((text_plain, Body::from_stream(body)).into_response())
 }
 
-fn last_lines(bytes: &[u8], n: usize) -> &[u8] {
+pub(crate) fn last_lines(bytes: &[u8], n: usize) -> &[u8] {
     if n == 0 {
         return &[];
     }
@@ -255,19 +262,32 @@ async fn nodes(State(state): State<AppState>) -> Result<Response, ApiError> {
     Ok(Json(json!({ "nodes": state.runtime.nodes().await? })).into_response())
 }
 
-/// `?kind=a,b&queue=&job=&since=&until=&cursor=&max_items=`: oldest first from `since`.
+/// `?kind=a,b&queue=&job=&preemptor=&since=&until=&order=oldest|newest&cursor=&max_items=`:
+/// oldest first from `since` (default), or newest first paging backwards.
 async fn events(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
-    let limit = page_size(&params, 100)?;
+    let (filter, cursor, limit) = event_query(&params)?;
+    let (events, more) = state.runtime.events(&filter, cursor, limit).await?;
+    let next_cursor = more.then(|| events.last().map(|e| e.seq.to_string())).flatten();
+    Ok(Json(EventPage { events, next_cursor }).into_response())
+}
+
+/// The events filter, cursor and page size, shared by the REST API and the dashboard.
+pub(crate) fn event_query(params: &Params) -> Result<(EventFilter, Option<i64>, i64), ApiError> {
+    let limit = page_size(params, 100)?;
     let filter = EventFilter {
         kinds: params.get("kind").map(|k| k.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default(),
         queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),
         job_id: params.get("job").filter(|s| !s.is_empty()).map(str::to_string),
+        preemptor: params.get("preemptor").filter(|s| !s.is_empty()).map(str::to_string),
         since_us: params.get("since").map(|t| parse_time("since", t)).transpose()?,
         until_us: params.get("until").map(|t| parse_time("until", t)).transpose()?,
+        newest_first: match params.get("order") {
+            None | Some("oldest") => false,
+            Some("newest") => true,
+            Some(other) => return Err(ApiError::bad_request(format!("order: `{other}` is not `oldest` or `newest`"))),
+        },
     };
-    let (events, more) = state.runtime.events(&filter, params.get_i64("cursor")?, limit).await?;
-    let next_cursor = more.then(|| events.last().map(|e| e.seq.to_string())).flatten();
-    Ok(Json(EventPage { events, next_cursor }).into_response())
+    Ok((filter, params.get_i64("cursor")?, limit))
 }
 
 /// Most points per series a history response carries.
@@ -276,6 +296,13 @@ const MAX_POINTS: i64 = 2000;
 /// `?since=1h&until=&step=&queue=&flavor=&resource=`: samples per queue × flavor × resource,
 /// at most one per `step` (default: the range / 300).
 async fn history(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+    let q = history_query(&params)?;
+    let samples = state.runtime.history(&q).await?;
+    Ok(Json(History { since: time_of(q.since_us), until: time_of(q.until_us), step_s: q.step_us as f64 / 1e6, samples }).into_response())
+}
+
+/// The history range, step and series filter, shared by the REST API and the dashboard.
+pub(crate) fn history_query(params: &Params) -> Result<HistoryQuery, ApiError> {
     let now = now_us();
     let since = params.get("since").map(|t| parse_time("since", t)).transpose()?.unwrap_or(now - 3600 * 1_000_000);
     let until = params.get("until").map(|t| parse_time("until", t)).transpose()?.unwrap_or(now);
@@ -298,8 +325,7 @@ async fn history(State(state): State<AppState>, params: Params) -> Result<Respon
         flavor: params.get("flavor").filter(|s| !s.is_empty()).map(str::to_string),
         resource: params.get("resource").filter(|s| !s.is_empty()).map(str::to_string),
     };
-    let samples = state.runtime.history(&q).await?;
-    Ok(Json(json!({ "since": crate::runtime::store::time_of(since), "until": crate::runtime::store::time_of(until), "step_s": step as f64 / 1e6, "samples": samples })).into_response())
+    Ok(q)
 }
 
 /// Seed 001's `TaskData`.

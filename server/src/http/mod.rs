@@ -8,6 +8,7 @@ pub mod error;
 pub mod identity;
 pub mod jobs;
 pub mod preview;
+pub mod stream;
 
 use std::time::Duration;
 
@@ -28,6 +29,7 @@ pub fn api_router(state: AppState) -> Router {
     let v1 = Router::new()
         .nest("/scheduler/config", config::routes())
         .merge(jobs::routes())
+        .merge(stream::routes())
         .fallback(|| async { ApiError::not_found("no such API endpoint") });
     Router::new()
         .nest("/api/v1", v1)

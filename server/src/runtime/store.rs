@@ -5,13 +5,15 @@
 //! PostgreSQL share, run through sqlx's `Any` driver.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use app::jobs::{Event, FlavorUse, Job, JobPage, JobRequest, JobState, Parallelism, Sample, StageJob, StageStatus};
 use chrono::{DateTime, Utc};
 use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
+use tokio::sync::watch;
 
-use crate::db::Db;
+use crate::db::{Db, DbKind};
 
 /// Store failures.
 #[derive(Debug, thiserror::Error)]
@@ -144,8 +146,12 @@ pub struct EventFilter {
     pub kinds: Vec<String>,
     pub queue: Option<String>,
     pub job_id: Option<String>,
+    /// Preemptions this job caused (`preempted` events naming it as the preemptor).
+    pub preemptor: Option<String>,
     pub since_us: Option<i64>,
     pub until_us: Option<i64>,
+    /// Newest first; the cursor then pages backwards (`seq` below it).
+    pub newest_first: bool,
 }
 
 const JOB_COLUMNS: &str = "id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
@@ -158,11 +164,22 @@ const EVENT_COLUMNS: &str = "seq, at_us, kind, job_id, queue, flavor, node, conf
 #[derive(Debug, Clone)]
 pub struct JobStore {
     db: Db,
+    /// Bumped after every committed write: what live views (SSE) wait on.
+    changes: Arc<watch::Sender<u64>>,
 }
 
 impl JobStore {
     pub fn new(db: Db) -> Self {
-        JobStore { db }
+        JobStore { db, changes: Arc::new(watch::channel(0).0) }
+    }
+
+    /// A receiver that sees a new value after each committed write.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
     }
 
     pub fn db(&self) -> &Db {
@@ -216,6 +233,7 @@ impl JobStore {
         }
         insert_events(&mut tx, events).await?;
         tx.commit().await?;
+        self.changed();
         Ok(())
     }
 
@@ -263,6 +281,7 @@ impl JobStore {
         }
         insert_events(&mut tx, events).await?;
         tx.commit().await?;
+        self.changed();
         Ok(())
     }
 
@@ -319,9 +338,16 @@ impl JobStore {
             sql.push(" AND submitted_at_us < ?", Bind::I(t));
         }
         if let Some(text) = &filter.search {
-            let pattern = format!("%{}%", text.to_lowercase().replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
-            sql.push(" AND (LOWER(id) LIKE ? ESCAPE '\\'", Bind::S(pattern.clone()));
-            sql.push(" OR LOWER(name) LIKE ? ESCAPE '\\')", Bind::S(pattern));
+            // Case-insensitive: SQLite's LIKE already is (for ASCII), PostgreSQL needs ILIKE.
+            // LOWER() on both sides would cost SQLite 3x on a full scan.
+            let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+            let like = match self.db.kind {
+                DbKind::Sqlite => "LIKE",
+                DbKind::Postgres => "ILIKE",
+            };
+            // A subquery on (seq, id, name) only, so it scans the narrow `jobs_search` index.
+            sql.push(&format!(" AND seq IN (SELECT seq FROM jobs WHERE id {like} ? ESCAPE '\\'"), Bind::S(pattern.clone()));
+            sql.push(&format!(" OR name {like} ? ESCAPE '\\')"), Bind::S(pattern));
         }
         if let Some((k, v)) = &filter.label {
             sql.push(" AND seq IN (SELECT job_seq FROM job_labels WHERE key = ?", Bind::S(k.clone()));
@@ -340,9 +366,13 @@ impl JobStore {
         Ok(JobPage { jobs, next_cursor })
     }
 
-    /// A page of events, oldest first, after the cursor (a `seq`).
-    pub async fn events(&self, filter: &EventFilter, after_seq: Option<i64>, limit: i64) -> Result<(Vec<Event>, bool)> {
-        let mut sql = Sql::new(format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?"), Bind::I(after_seq.unwrap_or(0)));
+    /// A page of events after the cursor (a `seq`), oldest first; with `newest_first`,
+    /// before the cursor, newest first.
+    pub async fn events(&self, filter: &EventFilter, cursor: Option<i64>, limit: i64) -> Result<(Vec<Event>, bool)> {
+        let mut sql = match filter.newest_first {
+            true => Sql::new(format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq < ?"), Bind::I(cursor.unwrap_or(i64::MAX))),
+            false => Sql::new(format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?"), Bind::I(cursor.unwrap_or(0))),
+        };
         if !filter.kinds.is_empty() {
             // Kinds are checked against the known list by the caller; still bound, not spliced.
             sql.text.push_str(" AND kind IN (");
@@ -357,13 +387,19 @@ impl JobStore {
         if let Some(j) = &filter.job_id {
             sql.push(" AND job_id = ?", Bind::S(j.clone()));
         }
+        if let Some(p) = &filter.preemptor {
+            // Ids are `[A-Za-z0-9_-]`; `_` is escaped so the pattern matches this id only.
+            let pattern = format!("%\"preemptor\":\"{}\"%", p.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+            sql.push(" AND kind = 'preempted' AND detail_json LIKE ? ESCAPE '\\'", Bind::S(pattern));
+        }
         if let Some(t) = filter.since_us {
             sql.push(" AND at_us >= ?", Bind::I(t));
         }
         if let Some(t) = filter.until_us {
             sql.push(" AND at_us < ?", Bind::I(t));
         }
-        sql.push(" ORDER BY seq LIMIT ?", Bind::I(limit + 1));
+        let order = if filter.newest_first { " ORDER BY seq DESC LIMIT ?" } else { " ORDER BY seq LIMIT ?" };
+        sql.push(order, Bind::I(limit + 1));
         let rows = sql.fetch_all(&self.db).await?;
         let more = rows.len() as i64 > limit;
         let events = rows.iter().take(limit as usize).map(event_from_row).collect::<Result<_>>()?;
@@ -388,6 +424,7 @@ impl JobStore {
                 .await?;
         }
         tx.commit().await?;
+        self.changed();
         Ok(())
     }
 
@@ -397,40 +434,36 @@ impl JobStore {
         Ok(done.rows_affected())
     }
 
-    /// Samples in `[since, until)`, optionally of one queue/flavor/resource, downsampled to
-    /// one point per `step` per series: the bucket's peak use, at its last sample's time.
+    /// Samples in `[since, until)`, optionally of one queue/flavor/resource, downsampled in
+    /// the database to one point per `step` per series: the bucket's peak use, at its last
+    /// sample's time (a peak shorter than the step still shows). A week of 5 s samples thus
+    /// costs one indexed range scan and returns at most `range / step` rows per series.
     pub async fn history(&self, q: &HistoryQuery) -> Result<Vec<Sample>> {
-        let mut sql = Sql::new("SELECT at_us, queue, flavor, resource, used_milli, nominal_milli FROM resource_samples WHERE at_us >= ?".into(), Bind::I(q.since_us));
+        let step = q.step_us.max(1);
+        let mut sql = Sql::new("SELECT MAX(at_us), queue, flavor, resource, MAX(used_milli), MAX(nominal_milli), (at_us - ?)".into(), Bind::I(q.since_us));
+        sql.push(" / ? AS bucket FROM resource_samples", Bind::I(step));
+        sql.push(" WHERE at_us >= ?", Bind::I(q.since_us));
         sql.push(" AND at_us < ?", Bind::I(q.until_us));
         for (col, v) in [("queue", &q.queue), ("flavor", &q.flavor), ("resource", &q.resource)] {
             if let Some(v) = v {
                 sql.push(&format!(" AND {col} = ?"), Bind::S(v.clone()));
             }
         }
-        sql.text.push_str(" ORDER BY at_us");
+        sql.text.push_str(" GROUP BY queue, flavor, resource, bucket ORDER BY queue, flavor, resource, bucket");
         let rows = sql.fetch_all(&self.db).await?;
-        let step = q.step_us.max(1);
-        // (series, bucket) → the bucket's peak use, with its last time and nominal (a peak
-        // shorter than the step still shows); BTreeMap orders by series, then time.
-        type Series = (String, String, String, i64);
-        let mut buckets: BTreeMap<Series, (i64, i64, Option<i64>)> = BTreeMap::new();
-        for row in &rows {
-            let at: i64 = row.try_get(0)?;
-            let key = (row.try_get(1)?, row.try_get(2)?, row.try_get(3)?, (at - q.since_us) / step);
-            let (used, nominal): (i64, Option<i64>) = (row.try_get(4)?, row.try_get(5)?);
-            buckets.entry(key).and_modify(|b| *b = (at, b.1.max(used), nominal)).or_insert((at, used, nominal));
-        }
-        Ok(buckets
-            .into_iter()
-            .map(|((queue, flavor, resource, _), (at, used, nominal))| Sample {
-                at: time_of(at),
-                queue,
-                flavor,
-                resource,
-                used: used as f64 / 1000.0,
-                nominal: nominal.map(|n| n as f64 / 1000.0),
+        rows.iter()
+            .map(|row| {
+                let (used, nominal): (i64, Option<i64>) = (row.try_get(4)?, row.try_get(5)?);
+                Ok(Sample {
+                    at: time_of(row.try_get(0)?),
+                    queue: row.try_get(1)?,
+                    flavor: row.try_get(2)?,
+                    resource: row.try_get(3)?,
+                    used: used as f64 / 1000.0,
+                    nominal: nominal.map(|n| n as f64 / 1000.0),
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// A stage with its jobs' states.

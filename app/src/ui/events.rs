@@ -1,0 +1,148 @@
+//! `/events`: the scheduler's timeline, newest first. Admissions, preemptions (who preempted
+//! whom, at which priorities, under which config version and rule), rejections, timeouts and
+//! config applies, filtered by kind and queue.
+
+use leptos::prelude::*;
+use leptos_router::components::Form;
+use leptos_router::hooks::use_query_map;
+
+use super::jobs_list::options;
+use super::live::{use_live, LiveBadge};
+use super::server_fns::{list_events, list_queues};
+use super::widgets::{ErrorBox, Loading, LocalTime};
+use crate::jobs::{Event, EventPage};
+
+const PAGE: u32 = 50;
+
+/// Kind filter choices: (parameter, label).
+const KINDS: [(&str, &str); 12] = [
+    ("", "all kinds"),
+    ("preempted", "preemptions"),
+    ("admitted", "admissions"),
+    ("rejected", "rejections"),
+    ("timed_out", "timeouts"),
+    ("config_applied", "config applies"),
+    ("submitted", "submissions"),
+    ("started", "starts"),
+    ("finished", "finishes"),
+    ("cancelled", "cancels"),
+    ("retried", "retries"),
+    ("preempted,timed_out,rejected,cancelled", "anything that went wrong"),
+];
+
+#[component]
+pub fn EventsPage() -> impl IntoView {
+    let live = use_live();
+    let query = use_query_map();
+    let value = move |k: &str| query.read().get(k).unwrap_or_default();
+    let api_query = move || {
+        let mut parts = vec!["order=newest".to_string(), format!("max_items={PAGE}")];
+        for (param, key) in [("kind", "kind"), ("queue", "queue"), ("cursor", "cursor"), ("job", "job")] {
+            let v = value(key);
+            if !v.is_empty() {
+                parts.push(format!("{param}={}", super::urlencode(&v)));
+            }
+        }
+        parts.join("&")
+    };
+    let page = Resource::new(move || (live.tick.get(), api_query()), |(_, q)| list_events(q));
+    let queues = Resource::new(|| (), |_| list_queues());
+    view! {
+        <header class="page-head">
+            <h1>"Events"</h1>
+            <div class="head-actions"><LiveBadge/></div>
+        </header>
+        <section class="card">
+            <Form method="GET" action="/events" attr:class="filters">
+                <div class="field">
+                    <label for="e-kind">"Kind"</label>
+                    <select id="e-kind" name="kind">
+                        {move || options(&KINDS.iter().map(|(v, l)| (v.to_string(), l.to_string())).collect::<Vec<_>>(), &value("kind"))}
+                    </select>
+                </div>
+                <Transition fallback=|| view! { <div class="field"><label for="e-queue">"Queue"</label><select id="e-queue" name="queue" disabled><option>"any"</option></select></div> }>
+                    {move || queues.get().map(|r| {
+                        let mut choices = vec![(String::new(), "any".to_string())];
+                        choices.extend(r.unwrap_or_default().into_iter().map(|q| (q.name.clone(), q.name)));
+                        view! { <div class="field"><label for="e-queue">"Queue"</label><select id="e-queue" name="queue">{options(&choices, &value("queue"))}</select></div> }
+                    })}
+                </Transition>
+                <div class="filter-actions"><button type="submit" class="button primary">"Apply filters"</button></div>
+            </Form>
+        </section>
+        <section class="card">
+            <Transition fallback=Loading>
+                {move || page.get().map(|r| match r {
+                    Ok(p) => view! { <EventList page=p first=value("cursor").is_empty() kind=value("kind") queue=value("queue")/> }.into_any(),
+                    Err(e) => view! { <ErrorBox message=e.to_string()/> }.into_any(),
+                })}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn EventList(page: EventPage, first: bool, kind: String, queue: String) -> impl IntoView {
+    if page.events.is_empty() {
+        return view! { <p class="hint" data-testid="no-events">"No event matches these filters."</p> }.into_any();
+    }
+    let keep = format!("kind={}&queue={}", super::urlencode(&kind), super::urlencode(&queue));
+    let older = page.next_cursor.map(|c| format!("/events?{keep}&cursor={c}"));
+    view! {
+        <ol class="events" data-testid="events">{page.events.into_iter().map(|e| view! { <EventRow e/> }).collect_view()}</ol>
+        <nav class="pager" aria-label="Pages">
+            <span class="hint">"Newest first."</span>
+            <span class="pager-links">
+                {(!first).then(|| view! { <a class="button" href=format!("/events?{keep}")>"← Newest"</a> })}
+                {older.map(|href| view! { <a class="button" data-testid="older" href=href>"Older →"</a> })}
+            </span>
+        </nav>
+    }.into_any()
+}
+
+/// One event; a preemption names both sides, each a link.
+#[component]
+pub fn EventRow(e: Event) -> impl IntoView {
+    let detail = (e.kind == "preempted").then(|| {
+        let preemptor = e.detail.get("preemptor").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        let pprio = e.detail.get("preemptor_priority").and_then(|v| v.as_i64());
+        let victims: Vec<(String, Option<i64>)> = e
+            .detail
+            .get("victims")
+            .and_then(|v| v.as_array())
+            .map(|vs| vs.iter().map(|v| (v["job_id"].as_str().unwrap_or_default().to_string(), v["priority"].as_i64())).collect())
+            .unwrap_or_default();
+        view! {
+            <div class="preemption" data-testid="preemption">
+                <span>"by "<a data-testid="preemptor" href=format!("/jobs/{preemptor}")>{preemptor.clone()}</a>
+                    {pprio.map(|p| format!(" (priority {p})"))}</span>
+                <span>" · victims: "
+                    {victims.into_iter().map(|(id, p)| view! {
+                        <a class="victim" data-testid="victim" href=format!("/jobs/{id}")>{id.clone()}</a>
+                        {p.map(|p| format!(" (priority {p}) "))}
+                    }).collect_view()}
+                </span>
+            </div>
+        }
+    });
+    let context = [
+        e.config_version.map(|v| view! { <a href=format!("/config/versions/{v}")>{format!("config v{v}")}</a> }.into_any()),
+        e.rule_index.map(|r| view! { <span>{format!("rule #{}", r + 1)}</span> }.into_any()),
+        e.flavor.clone().map(|f| view! { <span>{format!("flavor {f}")}</span> }.into_any()),
+        e.node.clone().map(|n| view! { <span class="mono">{n}</span> }.into_any()),
+    ];
+    view! {
+        <li class=format!("event kind-{}", e.kind) data-testid="event" data-kind=e.kind.clone() data-job=e.job_id.clone().unwrap_or_default()>
+            <span class=format!("kind-badge {}", e.kind)>{e.kind.replace('_', " ")}</span>
+            <div class="event-body">
+                <div class="event-line">
+                    {e.job_id.clone().map(|j| view! { <a class="mono" href=format!("/jobs/{j}")>{j.clone()}</a> })}
+                    {e.queue.clone().map(|q| view! { <a class="queue-link" href=format!("/queues/{q}")>{q.clone()}</a> })}
+                    <span class="event-msg">{e.message.clone()}</span>
+                </div>
+                {detail}
+                <div class="event-meta"><LocalTime at=e.at/>{context.into_iter().flatten().map(|c| view! { " · " {c} }).collect_view()}</div>
+            </div>
+        </li>
+    }
+}

@@ -1,0 +1,149 @@
+//! `/queues/:name`: one queue. Usage against quota, the pending jobs in the order the engine
+//! will admit them (position, priority, waiting time and why each waits), the running jobs,
+//! and the queue's usage over time.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+use super::chart::Chart;
+use super::live::{use_live, LiveBadge};
+use super::server_fns::{get_queue, list_jobs, usage_chart, QUEUE_PAGE_PENDING};
+use super::widgets::{duration, secs_between, ErrorBox, Loading, LocalTime, StateBadge, UsageBar};
+use crate::jobs::QueueView;
+
+/// The ranges a chart offers: (label, `since` parameter).
+pub const RANGES: [(&str, &str); 3] = [("Last hour", "1h"), ("Last day", "24h"), ("Last week", "7d")];
+
+#[component]
+pub fn QueuePage() -> impl IntoView {
+    let live = use_live();
+    let params = use_params_map();
+    let name = move || params.read().get("name").unwrap_or_default();
+    let queue = Resource::new(move || (live.tick.get(), name()), |(_, n)| get_queue(n));
+    let range = RwSignal::new("1h".to_string());
+    let chart = Resource::new(
+        move || (live.tick.get(), name(), range.get()),
+        |(_, n, since)| usage_chart(format!("queue={}&since={since}", super::urlencode(&n)), false),
+    );
+    let chart_data = Signal::derive(move || chart.get().and_then(Result::ok));
+    let recent = Resource::new(
+        move || (live.tick.get(), name()),
+        |(_, n)| list_jobs(format!("queue={}&state=succeeded,failed,cancelled,timed_out&max_items=10", super::urlencode(&n))),
+    );
+    view! {
+        <header class="page-head">
+            <h1><span class="crumb"><a href="/">"Overview"</a>" / "</span>{move || format!("Queue {}", name())}</h1>
+            <div class="head-actions"><LiveBadge/><a class="button" href=move || format!("/jobs?queue={}", super::urlencode(&name()))>"All its jobs"</a></div>
+        </header>
+        <Transition fallback=Loading>
+            {move || queue.get().map(|r| match r {
+                Ok(q) => view! { <QueueBody q/> }.into_any(),
+                Err(e) => view! { <ErrorBox message=e.to_string()/> }.into_any(),
+            })}
+        </Transition>
+        <section class="card">
+            <div class="section-head"><h2>"Recently finished"</h2></div>
+            <Transition fallback=Loading>
+                {move || recent.get().map(|r| match r {
+                    Ok(p) if p.jobs.is_empty() => view! { <p class="hint">"No job of this queue has finished yet."</p> }.into_any(),
+                    Ok(p) => view! {
+                        <div class="table-wrap"><table data-testid="recent">
+                            <thead><tr><th scope="col">"Job"</th><th scope="col">"State"</th><th scope="col">"Finished"</th><th scope="col">"Ran"</th><th scope="col" class="num">"Exit"</th></tr></thead>
+                            <tbody>{p.jobs.into_iter().map(|j| view! {
+                                <tr data-testid="recent-row" data-job=j.id.clone()>
+                                    <td><a href=format!("/jobs/{}", j.id)>{j.name.clone()}</a><div class="sub mono">{j.id.clone()}</div></td>
+                                    <td><StateBadge state=j.state/></td>
+                                    <td data-label="finished">{j.finished_at.map(|at| view! { <LocalTime at/> })}</td>
+                                    <td data-label="ran">{match (j.started_at, j.finished_at) { (Some(s), Some(f)) => duration(secs_between(s, f)), _ => "–".into() }}</td>
+                                    <td class="num" data-label="exit">{j.exit_code.map(|c| c.to_string()).unwrap_or_else(|| "–".into())}</td>
+                                </tr>
+                            }).collect_view()}</tbody>
+                        </table></div>
+                    }.into_any(),
+                    Err(e) => view! { <ErrorBox message=e.to_string()/> }.into_any(),
+                })}
+            </Transition>
+        </section>
+        <section class="card">
+            <div class="section-head">
+                <h2>"Usage over time"</h2>
+                <div class="segmented" role="group" aria-label="Range">
+                    {RANGES.iter().map(|(label, since)| {
+                        let since = since.to_string();
+                        let s2 = since.clone();
+                        view! { <button type="button" class="small" aria-pressed=move || (range.get() == s2).to_string() on:click=move |_| range.set(since.clone())>{*label}</button> }
+                    }).collect_view()}
+                </div>
+            </div>
+            <Chart data=chart_data label=format!("Usage against quota over time") testid="queue-chart"/>
+        </section>
+    }
+}
+
+#[component]
+fn QueueBody(q: QueueView) -> impl IntoView {
+    let live = use_live();
+    let bars = q.usage.iter().map(|u| view! { <UsageBar label=format!("{} · {}", u.flavor, u.resource) used=u.used nominal=u.nominal/> }).collect_view();
+    let more = (q.pending_count as usize).saturating_sub(q.pending.len());
+    let pending_rows = q.pending.into_iter().map(|p| {
+        let at = p.enqueued_at;
+        view! {
+            <tr data-testid="pending-row" data-job=p.id.clone()>
+                <td class="num">{if p.position == 0 { "–".to_string() } else { p.position.to_string() }}</td>
+                <td><a href=format!("/jobs/{}", p.id)>{p.name.clone()}</a><div class="sub mono">{p.id.clone()}</div></td>
+                <td class="num" data-label="priority">{p.priority}</td>
+                <td data-label="waiting" title="Since it was enqueued (a preempted job keeps its first enqueue time)">{move || duration(secs_between(at, live.now.get()))}</td>
+                <td class="reason">{p.reason.clone()}</td>
+            </tr>
+        }
+    }).collect_view();
+    let running_rows = q.running.into_iter().map(|r| {
+        let started = r.started_at;
+        let flavors: Vec<String> = r.flavors.iter().map(|f| f.flavor.clone()).collect();
+        view! {
+            <tr data-testid="running-row" data-job=r.id.clone()>
+                <td><a href=format!("/jobs/{}", r.id)>{r.name.clone()}</a><div class="sub mono">{r.id.clone()}</div></td>
+                <td><StateBadge state=r.state/></td>
+                <td class="num" data-label="priority">{r.priority}</td>
+                <td data-label="flavor">{flavors.join(", ")}</td>
+                <td class="mono" data-label="node">{r.node.clone()}</td>
+                <td data-label="started">{started.map(|at| view! { <LocalTime at/> })}</td>
+                <td data-label="runtime">{move || started.map(|at| duration(secs_between(at, live.now.get()))).unwrap_or_else(|| "starting".into())}</td>
+            </tr>
+        }
+    }).collect_view();
+    view! {
+        <section class="card">
+            <div class="section-head"><h2>"Quota"</h2><span class="badge">{format!("preemption: {}", q.preemption.replace('_', " "))}</span></div>
+            <div class="usage-list wide">{bars}</div>
+        </section>
+        <section class="card">
+            <div class="section-head"><h2>"Pending " <span class="count" data-testid="pending-total">{q.pending_count}</span></h2>
+                <span class="hint">"In admission order: priority, then enqueue time."</span></div>
+            {if q.pending_count == 0 {
+                view! { <p class="hint" data-testid="no-pending">"Nothing waits in this queue."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap"><table data-testid="pending">
+                        <thead><tr><th scope="col" class="num">"#"</th><th scope="col">"Job"</th><th scope="col" class="num">"Priority"</th><th scope="col">"Waiting"</th><th scope="col">"Why it waits"</th></tr></thead>
+                        <tbody>{pending_rows}</tbody>
+                    </table></div>
+                    {(more > 0).then(|| view! { <p class="hint">{format!("…and {more} more (the first {QUEUE_PAGE_PENDING} are shown).")}</p> })}
+                }.into_any()
+            }}
+        </section>
+        <section class="card">
+            <div class="section-head"><h2>"Running " <span class="count" data-testid="running-total">{q.running_count}</span></h2></div>
+            {if q.running_count == 0 {
+                view! { <p class="hint">"No job holds quota in this queue."</p> }.into_any()
+            } else {
+                view! {
+                    <div class="table-wrap"><table data-testid="running">
+                        <thead><tr><th scope="col">"Job"</th><th scope="col">"State"</th><th scope="col" class="num">"Priority"</th><th scope="col">"Flavor"</th><th scope="col">"Node"</th><th scope="col">"Started"</th><th scope="col">"Runtime"</th></tr></thead>
+                        <tbody>{running_rows}</tbody>
+                    </table></div>
+                }.into_any()
+            }}
+        </section>
+    }
+}
