@@ -81,6 +81,7 @@ fn main() {
                     submit: Submit::Queue { queue: format!("cq-{q:02}").into(), priority },
                     request: Resources::units(&[("cpu", cpu)]),
                     runtime_ms: runtime,
+                    withdraw_at_ms: None,
                 });
                 class_of.push(ci);
             }

@@ -203,6 +203,19 @@ pub enum ConfigCommand {
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
     },
+    /// What a draft would have done to the recorded workload, next to the active config.
+    Preview {
+        #[arg(short = 'f', long = "file")]
+        file: PathBuf,
+        /// Recorded workload to replay: the last DURATION (24h, 90m, 7d).
+        #[arg(long, default_value = "24h")]
+        window: String,
+        /// Changed jobs listed at most.
+        #[arg(long, default_value_t = 20)]
+        max_changes: usize,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
     /// Validate a config file offline with the server's own rules.
     Validate {
         #[arg(short = 'f', long = "file")]
@@ -227,6 +240,14 @@ pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
                     println!("applied version {}{note}", r.version);
                     r.warnings.iter().for_each(|w| println!("  {w}"));
                 }
+            })
+        }
+        ConfigCommand::Preview { file, window, max_changes, output } => {
+            let text = read_file(file)?;
+            client.preview(&text, window).await.map(|r| match output {
+                Output::Json => print_json(&r),
+                Output::Yaml => print!("{}", serde_yaml::to_string(&r).unwrap_or_default()),
+                Output::Text => crate::cli_preview::print(&r, *max_changes),
             })
         }
         ConfigCommand::Get { version, output } => client.get(*version).await.map(|v| match output {

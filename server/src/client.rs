@@ -72,6 +72,12 @@ impl Client {
         self.send(req).await
     }
 
+    /// Replays the recorded `window` under the draft `text` (YAML or JSON) and the active config.
+    pub async fn preview(&self, text: &str, window: &str) -> Result<app::preview::PreviewReport, ClientError> {
+        let body = json!({ "config": text, "window": window });
+        self.send(self.request(Method::POST, "/api/v1/scheduler/config/preview").json(&body)).await
+    }
+
     /// Version `version`, or the active one.
     pub async fn get(&self, version: Option<i64>) -> Result<ConfigVersion, ClientError> {
         let mut req = self.request(Method::GET, "/api/v1/scheduler/config");

@@ -7,6 +7,7 @@ use app::api::{ConfigVersion, VersionPage};
 use app::config::diff::ConfigDiff;
 use app::config::parse::{parse, Format};
 use app::jobs::{EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
+use app::preview::PreviewReport;
 use app::ui::backend::{Answer, Backend, SharedBackend};
 use app::ui::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use axum::Router;
@@ -108,6 +109,16 @@ impl Backend for AppState {
         Box::pin(async move { outcome(self.config.rollback(version, &meta(input)).await) })
     }
 
+    fn preview(&self, yaml: String, window: String) -> Answer<'_, PreviewReport> {
+        Box::pin(async move {
+            let draft = parse(&yaml, Format::Yaml).map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))?;
+            let now = crate::runtime::now_us();
+            let span = crate::preview::window::resolve(Some(&serde_json::Value::String(window)), now)?;
+            crate::preview::run(&crate::preview::Sources::of(self), &draft, span, now)
+                .await
+                .map_err(|e| crate::http::error::ApiError::from(e).message)
+        })
+    }
     fn queues(&self) -> Answer<'_, Vec<QueueView>> {
         Box::pin(async move { self.runtime.queues(None).await.map_err(failed) })
     }

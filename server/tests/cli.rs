@@ -212,3 +212,38 @@ fn jobs_submit_list_get_logs_cancel() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("--label: `novalue` is not KEY=VALUE"), "{}", stderr(&out));
 }
+
+#[test]
+fn preview_prints_the_impact_of_a_draft() {
+    let server = Server::start();
+    let ids: Vec<String> = (0..3)
+        .map(|_| {
+            let out = server.berth(&["jobs", "submit", "--label", "team=ml", "--", "true"]);
+            assert!(out.status.success(), "{}", stderr(&out));
+            stdout(&out).trim().to_string()
+        })
+        .collect();
+    // The draft's only rule takes team=other: the recorded team=ml jobs would be rejected.
+    let active = stdout(&server.berth(&["config", "get"]));
+    let draft = active.replace("- resource_queue: default", "- resource_queue: default\n    selector: [{key: team, operator: in, values: [other]}]");
+    assert_ne!(draft, active);
+    let file = server.file("draft.yaml", &draft);
+    let out = server.berth(&["config", "preview", "-f", &file, "--window", "1h"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.starts_with("draft vs active config version 1: jobs submitted"), "{text}");
+    assert!(text.contains("QUEUE") && text.contains("WAIT P95"), "{text}");
+    assert!(text.contains("CHANGED JOBS (3: 3 would be rejected)"), "{text}");
+    for id in &ids {
+        assert!(text.lines().any(|l| l.starts_with("would be rejected") && l.contains(id.as_str())), "{text}");
+    }
+    assert!(text.contains("FIDELITY of the active replay"), "{text}");
+    let out = server.berth(&["config", "preview", "-f", &file, "-o", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["jobs"], 3);
+    // An invalid draft: exit code 1, the problem with its path.
+    let bad = server.file("bad.yaml", "scheduling_rules:\n  - resource_queue: nowhere\n");
+    let out = server.berth(&["config", "preview", "-f", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("scheduling_rules[0].resource_queue"), "{}", stderr(&out));
+}

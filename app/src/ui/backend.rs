@@ -10,6 +10,7 @@ use super::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
 use crate::jobs::{EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
+use crate::preview::PreviewReport;
 
 /// A boxed, sendable future (the trait must be object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -30,6 +31,9 @@ pub trait Backend: Send + Sync + 'static {
     fn apply(&self, yaml: String, input: ApplyInput) -> Answer<'_, ApplyOutcome>;
     /// Applies a copy of `version` as a new version.
     fn rollback(&self, version: i64, input: ApplyInput) -> Answer<'_, ApplyOutcome>;
+    /// Replays the recorded `window` (`24h`, …) under the draft (YAML) and the active config;
+    /// dropping the future stops the replay.
+    fn preview(&self, yaml: String, window: String) -> Answer<'_, PreviewReport>;
 
     /// Every queue of the active config: usage vs quota, counts, pending and running jobs.
     fn queues(&self) -> Answer<'_, Vec<QueueView>>;

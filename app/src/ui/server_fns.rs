@@ -7,6 +7,7 @@ use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
 use crate::config::Problem;
 use crate::jobs::{Event, EventPage, Job, JobPage, NodeView, QueueView, StageResults, StageStatus};
+use crate::preview::PreviewReport;
 
 /// Who applies, why, and on top of which version (a mismatch is a conflict, never an
 /// overwrite).
@@ -169,4 +170,12 @@ pub async fn usage_chart(query: String, stacked: bool) -> Result<ChartData, Serv
 #[server]
 pub async fn get_stage(id: String) -> Result<(StageStatus, StageResults), ServerFnError> {
     backend()?.stage(id).await.map_err(ServerFnError::new)
+}
+
+/// What the draft (YAML) would have done to the recorded `window`, next to the active config.
+/// The browser aborts the request when the caller drops the future, and the server then stops
+/// the replay.
+#[server]
+pub async fn preview_draft(yaml: String, window: String) -> Result<PreviewReport, ServerFnError> {
+    backend()?.preview(yaml, window).await.map_err(ServerFnError::new)
 }

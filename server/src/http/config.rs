@@ -1,4 +1,5 @@
-//! `/api/v1/scheduler/config…`: apply, get, versions, validate, diff, rollback.
+//! `/api/v1/scheduler/config…`: apply, get, versions, validate, diff, rollback, and the
+//! what-if preview of a draft (`super::preview`).
 //!
 //! Bodies may be JSON or YAML (by Content-Type, else sniffed). An apply body is either a bare
 //! config or `{"config": …, "message": …, "expected_active_version": …}`; `message` and
@@ -33,6 +34,7 @@ pub fn routes() -> Router<AppState> {
         .route("/validate", post(validate_config))
         .route("/diff", get(diff))
         .route("/rollback", post(rollback))
+        .route("/preview", post(super::preview::preview))
 }
 
 async fn get_config(State(state): State<AppState>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
@@ -80,7 +82,7 @@ async fn apply(State(state): State<AppState>, identity: Identity, headers: Heade
 }
 
 /// Splits an apply body into the config and its metadata.
-fn read_apply_body(headers: &HeaderMap, body: &RawBody) -> Result<(SchedulerConfig, ApplyMeta), ApiError> {
+pub(super) fn read_apply_body(headers: &HeaderMap, body: &RawBody) -> Result<(SchedulerConfig, ApplyMeta), ApiError> {
     let text = body.text()?;
     let is_yaml = sent_yaml(headers).unwrap_or_else(|| !text.trim_start().starts_with('{'));
     if !is_yaml {
@@ -104,7 +106,7 @@ fn invalid_body(message: String, line: usize, column: usize) -> ApiError {
 }
 
 /// Parse problems (syntax, types, unknown keys) are a 422 like any other invalid config.
-fn problems(problems: Vec<app::config::Problem>) -> ApiError {
+pub(super) fn problems(problems: Vec<app::config::Problem>) -> ApiError {
     ServiceError::Invalid(Report { problems }).into()
 }
 

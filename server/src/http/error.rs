@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::preview::PreviewError;
 use crate::runtime::RuntimeError;
 use crate::service::ServiceError;
 use crate::store::StoreError;
@@ -80,6 +81,19 @@ impl From<RuntimeError> for ApiError {
                 tracing::error!(error = %e, "job store failure");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
             }
+        }
+    }
+}
+
+impl From<PreviewError> for ApiError {
+    fn from(err: PreviewError) -> Self {
+        match err {
+            PreviewError::Invalid(report) => ServiceError::Invalid(report).into(),
+            PreviewError::BadRequest(m) => ApiError::bad_request(m),
+            // 499 is nginx's "client closed request": nobody is left to read it.
+            PreviewError::Cancelled => ApiError::new(StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST), "cancelled", "the preview was cancelled"),
+            PreviewError::Service(e) => e.into(),
+            PreviewError::Store(e) => RuntimeError::from(e).into(),
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod identity;
 pub mod jobs;
+pub mod preview;
 pub mod stream;
 
 use std::time::Duration;

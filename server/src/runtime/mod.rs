@@ -184,6 +184,11 @@ impl Runtime {
         (s.compiled.clone(), s.config_version, s.nodes.clone())
     }
 
+    /// The nodes every backend reported at the last snapshot (what a preview replays on).
+    pub fn nodes_now(&self) -> Arc<Vec<Node>> {
+        self.shared().2
+    }
+
     /// Brings the shared config up to the last applied version, so a submission right after
     /// an apply is routed by it (the loop may not have reloaded yet).
     async fn catch_up_config(&self) -> Result<(), RuntimeError> {

@@ -292,6 +292,22 @@ impl JobStore {
         rows.iter().map(job_from_row).collect()
     }
 
+    /// Jobs submitted in `[from, to)`, and those submitted earlier that were not rejected
+    /// and had not finished by `from`, in submission order, handed to `each` one at a time
+    /// (streamed, so a day of jobs is never held twice): what the what-if replay reads.
+    pub async fn for_each_in_window(&self, from_us: i64, to_us: i64, mut each: impl FnMut(JobRow)) -> Result<()> {
+        use futures_util::TryStreamExt;
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE submitted_at_us < $2 AND (submitted_at_us >= $1 OR \
+             (state <> 'rejected' AND (finished_at_us IS NULL OR finished_at_us > $1))) ORDER BY seq"
+        );
+        let mut rows = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(from_us).bind(to_us).fetch(&self.db.pool);
+        while let Some(row) = rows.try_next().await? {
+            each(job_from_row(&row)?);
+        }
+        Ok(())
+    }
+
     /// One job.
     pub async fn get(&self, id: &str) -> Result<JobRow> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");

@@ -1,10 +1,11 @@
-//! Applying the draft: a review of what would change against the active version, a message,
-//! then the apply itself. A draft started from an older version than the active one is a
+//! Applying the draft: a review of what would change against the active version (and, on
+//! request, its impact on recorded workload), a message, then the apply itself. A draft started from an older version than the active one is a
 //! conflict: the user sees what changed meanwhile and decides, nothing is overwritten.
 
 use leptos::prelude::*;
 
 use super::fields::focus_later;
+use super::preview::PreviewPanel;
 use super::storage;
 use super::Editor;
 use crate::config::diff::diff_labeled;
@@ -185,6 +186,7 @@ pub fn ReviewDialog() -> impl IntoView {
                 <div class="modal-body">
                     <p class="hint">{move || format!("What changes against the active version {}:", ed.active.with(|a| a.version))}</p>
                     {review}
+                    <PreviewPanel/>
                     <div class="field wide">
                         <label for="apply-message">"Message (why this change)"</label>
                         <textarea id="apply-message" rows="2" placeholder="e.g. give research 8 more GPUs"

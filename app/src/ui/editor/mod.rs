@@ -8,6 +8,7 @@ mod apply;
 mod draft;
 mod fields;
 mod flavors;
+mod preview;
 mod queues;
 mod rules;
 mod selector;
