@@ -49,13 +49,18 @@ build: server site
 server:
 	cargo build -p berth-server --bin berth
 
-## site: the dashboard's wasm, js and css under $(SITE)/pkg
-site:
+ECHARTS := frontend/node_modules/echarts/dist/echarts.min.js
+# npm writes this marker on install; reinstall when the lock file is newer.
+frontend/node_modules/.package-lock.json: frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund --loglevel=error
+
+## site: the dashboard's wasm, js and css under $(SITE)/pkg (and ECharts, from npm)
+site: frontend/node_modules/.package-lock.json
 	cargo build -p berth-frontend --lib --target wasm32-unknown-unknown
 	@mkdir -p $(SITE)/pkg
 	wasm-bindgen --target web --out-dir $(SITE)/pkg --out-name berth $(WASM)
 	cp style/main.css $(SITE)/pkg/berth.css
-	cp frontend/node_modules/echarts/dist/echarts.min.js $(SITE)/pkg/echarts.min.js
+	cp $(ECHARTS) $(SITE)/pkg/echarts.min.js
 
 ## release: optimized wasm (reports its size) and server, in $(TARGET)/release-site and server-release
 release: deps-run
@@ -63,7 +68,7 @@ release: deps-run
 	@mkdir -p $(TARGET)/release-site/pkg
 	wasm-bindgen --target web --out-dir $(TARGET)/release-site/pkg --out-name berth $(TARGET)/wasm32-unknown-unknown/release/berth_frontend.wasm
 	cp style/main.css $(TARGET)/release-site/pkg/berth.css
-	cp frontend/node_modules/echarts/dist/echarts.min.js $(TARGET)/release-site/pkg/echarts.min.js
+	cp $(ECHARTS) $(TARGET)/release-site/pkg/echarts.min.js
 	cargo build -p berth-server --bin berth --profile server-release
 	@w=$(TARGET)/release-site/pkg/berth_bg.wasm; echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip (wasm-bindgen output)"; \
 	opt=$$(command -v wasm-opt || ls $(HOME)/.cache/berth-tools/node_modules/.bin/wasm-opt 2>/dev/null || true); \

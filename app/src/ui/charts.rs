@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use charming::component::{Axis, Grid, Legend};
 use charming::datatype::DataPoint;
 use charming::element::{AreaStyle, AxisType, ItemStyle, LineStyle, LineStyleType, Tooltip, Trigger};
-use charming::series::Line;
+use charming::series::{Bar, Line};
 use charming::Chart;
 
 use super::server_fns::ChartData;
 use crate::jobs::History;
+use crate::preview::PreviewReport;
 
 /// The palette, in series order: readable on white and told apart by people with common
 /// colour-vision deficiencies.
@@ -70,4 +71,24 @@ pub fn usage(history: &History, stacked: bool) -> ChartData {
     }
     let option = serde_json::to_string(&chart).unwrap_or_else(|_| "{}".into());
     ChartData { option, points, step_s: history.step_s }
+}
+
+/// Wait p95 per queue in a preview, the active config's bar beside the draft's, in seconds.
+/// Queues are named as the report's table names them.
+pub fn preview_waits(report: &PreviewReport, label: impl Fn(&crate::preview::QueueImpact) -> String) -> ChartData {
+    let rows: Vec<_> = report.queues.iter().filter(|q| q.queue.is_some() && q.active.jobs + q.draft.jobs > 0).collect();
+    let names: Vec<String> = rows.iter().map(|q| label(q)).collect();
+    let bar = |name: &str, colour: &str, values: Vec<f64>| {
+        Bar::new().name(name).item_style(ItemStyle::new().color(colour)).data(values.into_iter().map(DataPoint::from).collect())
+    };
+    let chart = Chart::new()
+        .tooltip(Tooltip::new().trigger(Trigger::Axis))
+        .legend(Legend::new().top(0))
+        .grid(Grid::new().left(48).right(16).top(32).bottom(24).contain_label(true))
+        .x_axis(Axis::new().type_(AxisType::Category).data(names))
+        .y_axis(Axis::new().type_(AxisType::Value).name("wait p95 (s)"))
+        .series(bar("active", PALETTE[0], rows.iter().map(|q| q.active.wait_p95_s.unwrap_or(0.0)).collect()))
+        .series(bar("draft", PALETTE[1], rows.iter().map(|q| q.draft.wait_p95_s.unwrap_or(0.0)).collect()));
+    let option = serde_json::to_string(&chart).unwrap_or_else(|_| "{}".into());
+    ChartData { option, points: rows.len() * 2, step_s: 0.0 }
 }

@@ -176,6 +176,8 @@ pub async fn get_stage(id: String) -> Result<(StageStatus, StageResults), Server
 /// The browser aborts the request when the caller drops the future, and the server then stops
 /// the replay.
 #[server]
-pub async fn preview_draft(yaml: String, window: String) -> Result<PreviewReport, ServerFnError> {
-    backend()?.preview(yaml, window).await.map_err(ServerFnError::new)
+pub async fn preview_draft(yaml: String, window: String) -> Result<(PreviewReport, ChartData), ServerFnError> {
+    let report = backend()?.preview(yaml, window).await.map_err(ServerFnError::new)?;
+    let chart = super::charts::preview_waits(&report, super::editor::queue_label);
+    Ok((report, chart))
 }

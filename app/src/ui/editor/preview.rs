@@ -13,6 +13,8 @@ use super::Editor;
 use crate::config::to_canonical_yaml;
 use crate::preview::{PreviewReport, QueueImpact};
 use crate::ui::server_fns::preview_draft;
+use crate::ui::chart::Chart;
+use crate::ui::server_fns::ChartData;
 use crate::ui::widgets::ErrorBox;
 
 /// Windows offered, as the API spells them.
@@ -23,7 +25,7 @@ const WINDOWS: [(&str, &str); 4] = [("1h", "last hour"), ("6h", "last 6 hours"),
 enum State {
     Idle,
     Running,
-    Done(Box<PreviewReport>),
+    Done(Box<(PreviewReport, ChartData)>),
     Failed(String),
     Cancelled,
 }
@@ -47,7 +49,7 @@ fn pair(a: String, b: String) -> String {
     }
 }
 
-fn queue_label(q: &QueueImpact) -> String {
+pub fn queue_label(q: &QueueImpact) -> String {
     match (&q.queue, q.in_active, q.in_draft) {
         (None, _, _) => "(no rule matches)".into(),
         (Some(n), true, false) => format!("{n} (removed)"),
@@ -86,7 +88,7 @@ pub fn PreviewPanel() -> impl IntoView {
         leptos::task::spawn_local(async move {
             match unless_cancelled(preview_draft(yaml, w), generation, mine, waker).await {
                 None => {}
-                Some(Ok(report)) => state.set(State::Done(Box::new(report))),
+                Some(Ok((report, chart))) => state.set(State::Done(Box::new((report, chart)))),
                 Some(Err(e)) => state.set(State::Failed(e.to_string())),
             }
         });
@@ -122,7 +124,7 @@ pub fn PreviewPanel() -> impl IntoView {
                 }.into_any(),
                 State::Cancelled => view! { <p class="hint" role="status" data-testid="preview-cancelled">"Preview cancelled."</p> }.into_any(),
                 State::Failed(e) => view! { <ErrorBox message=e/> }.into_any(),
-                State::Done(r) => view! { <Report report=*r/> }.into_any(),
+                State::Done(r) => { let (report, chart) = *r; view! { <Report report chart/> }.into_any() }
             }}
         </section>
     }
@@ -130,7 +132,7 @@ pub fn PreviewPanel() -> impl IntoView {
 
 /// The report: summary, wait chart and table per queue, changed jobs, now, fidelity.
 #[component]
-fn Report(report: PreviewReport) -> impl IntoView {
+fn Report(report: PreviewReport, chart: ChartData) -> impl IntoView {
     let r = report;
     let total: u64 = r.change_counts.iter().map(|c| c.count).sum();
     let summary = format!(
@@ -149,27 +151,12 @@ fn Report(report: PreviewReport) -> impl IntoView {
         fidelity.outcome_agreement.map_or("–".into(), |a| format!("{:.0} %", a * 100.0)),
         if fidelity.other_versions > 0 { format!("; {} jobs ran under another config version", fidelity.other_versions) } else { String::new() }
     );
-    let max_wait = r.queues.iter().flat_map(|q| [q.active.wait_p95_s, q.draft.wait_p95_s]).flatten().fold(0.0f64, f64::max);
-    let chart_rows: Vec<_> = r.queues.iter().filter(|q| q.active.jobs + q.draft.jobs > 0 && q.queue.is_some()).cloned().collect();
     let now = r.now.clone();
     view! {
         <div class="preview-report" data-testid="preview-report">
             <p data-testid="preview-summary">{summary}{(!kinds.is_empty()).then(|| format!(" ({kinds})"))}</p>
-            <figure class="wait-chart" data-testid="wait-chart" aria-label="Wait p95 per queue, active config vs draft">
-                <figcaption>"Wait (p95) per queue: "<span class="swatch active"></span>" active  "<span class="swatch draft"></span>" draft"</figcaption>
-                {chart_rows.into_iter().map(|q| {
-                    let width = |v: Option<f64>| format!("width: {:.1}%", if max_wait > 0.0 { v.unwrap_or(0.0) / max_wait * 100.0 } else { 0.0 });
-                    view! {
-                        <div class="wait-row">
-                            <span class="wait-name">{queue_label(&q)}</span>
-                            <span class="wait-bars">
-                                <span class="bar active" style=width(q.active.wait_p95_s) title=format!("active: {}", dur(q.active.wait_p95_s))></span>
-                                <span class="bar draft" style=width(q.draft.wait_p95_s) title=format!("draft: {}", dur(q.draft.wait_p95_s))></span>
-                            </span>
-                            <span class="wait-value">{pair(dur(q.active.wait_p95_s), dur(q.draft.wait_p95_s))}</span>
-                        </div>
-                    }
-                }).collect_view()}
+            <figure class="wait-chart" aria-label="Wait p95 per queue, active config vs draft">
+                <Chart data=Signal::derive(move || Some(chart.clone())) label="Wait p95 per queue: active config vs draft".to_string() testid="wait-chart"/>
             </figure>
             <div class="table-wrap">
                 <table data-testid="preview-queues">
