@@ -20,11 +20,14 @@ pub fn JobPage() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     // Bumped by the actions so their result shows at once, before the stream says so.
     let acted = RwSignal::new(0u32);
+    // The actions' state lives here, not in the body that every refetch re-renders: an open
+    // confirmation or a typed priority survives the page updating underneath.
+    let ui = ActionState { acted, confirming: RwSignal::new(false), error: RwSignal::new(None), typed: RwSignal::new(None) };
     let job = Resource::new(move || (live.tick.get(), acted.get(), id()), |(_, _, id)| get_job(id));
     view! {
         <Transition fallback=Loading>
             {move || job.get().map(|r| match r {
-                Ok((j, caused)) => view! { <JobBody j caused acted/> }.into_any(),
+                Ok((j, caused)) => view! { <JobBody j caused ui/> }.into_any(),
                 Err(e) => view! {
                     <header class="page-head"><h1>"Job"</h1></header>
                     <ErrorBox message=e.to_string()/>
@@ -35,7 +38,7 @@ pub fn JobPage() -> impl IntoView {
 }
 
 #[component]
-fn JobBody(j: Job, caused: Vec<Event>, acted: RwSignal<u32>) -> impl IntoView {
+fn JobBody(j: Job, caused: Vec<Event>, ui: ActionState) -> impl IntoView {
     let live = use_live();
     let ended = j.state.is_terminal();
     let id = j.id.clone();
@@ -70,7 +73,7 @@ fn JobBody(j: Job, caused: Vec<Event>, acted: RwSignal<u32>) -> impl IntoView {
                 {j.reason.clone().map(|r| view! { <p class="reason-line" data-testid="job-reason"><strong>{reason_label}": "</strong>{r}</p> })}
                 {j.position.map(|p| view! { <p class="hint">{format!("Position {p} in its queue.")}</p> })}
             </div>
-            {(!ended).then(|| view! { <Actions id=id.clone() priority=j.priority acted/> })}
+            {(!ended).then(|| view! { <Actions id=id.clone() priority=j.priority ui/> })}
         </section>
         <div class="columns">
             <section class="card">
@@ -120,12 +123,23 @@ fn JobBody(j: Job, caused: Vec<Event>, acted: RwSignal<u32>) -> impl IntoView {
     }
 }
 
+/// The state of the actions, kept across re-renders of the job body.
+#[derive(Debug, Clone, Copy)]
+struct ActionState {
+    /// Bumped after an action succeeds, so the job reloads at once.
+    acted: RwSignal<u32>,
+    confirming: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    /// The priority typed but not yet applied.
+    typed: RwSignal<Option<String>>,
+}
+
 /// Cancel (with a confirmation step) and change priority.
 #[component]
-fn Actions(id: String, priority: i64, acted: RwSignal<u32>) -> impl IntoView {
-    let confirming = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
-    let new_priority = RwSignal::new(priority.to_string());
+fn Actions(id: String, priority: i64, ui: ActionState) -> impl IntoView {
+    let ActionState { acted, confirming, error, typed } = ui;
+    // What the priority box shows: what was typed, else the job's priority.
+    let new_priority = Signal::derive(move || typed.get().unwrap_or_else(|| priority.to_string()));
     let cancel = {
         let id = id.clone();
         Action::new(move |_: &()| {
@@ -146,6 +160,7 @@ fn Actions(id: String, priority: i64, acted: RwSignal<u32>) -> impl IntoView {
                 Ok(_) => {
                     error.set(None);
                     confirming.set(false);
+                    typed.set(None);
                     acted.update(|n| *n += 1);
                 }
                 Err(e) => error.set(Some(e.to_string())),
@@ -166,7 +181,7 @@ fn Actions(id: String, priority: i64, acted: RwSignal<u32>) -> impl IntoView {
             <form class="inline-form" on:submit=submit_priority>
                 <label for="new-priority">"Priority"</label>
                 <input id="new-priority" class="numeric" type="number" step="1" prop:value=move || new_priority.get()
-                    on:input=move |ev| new_priority.set(event_target_value(&ev))/>
+                    on:input=move |ev| typed.set(Some(event_target_value(&ev)))/>
                 <button type="submit" class="button" disabled=move || reprioritize.pending().get()>"Change priority"</button>
             </form>
             <Show when=move || !confirming.get() fallback=move || view! {

@@ -423,8 +423,9 @@ impl JobStore {
                 .execute(&mut *tx)
                 .await?;
         }
+        // Not a change live views wait on: samples follow job changes (which do bump), and
+        // periodic ones alone would re-render every open page each interval.
         tx.commit().await?;
-        self.changed();
         Ok(())
     }
 
