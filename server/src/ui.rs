@@ -109,16 +109,20 @@ impl Backend for AppState {
         Box::pin(async move { outcome(self.config.rollback(version, &meta(input)).await) })
     }
 
-    fn preview(&self, yaml: String, window: String) -> Answer<'_, PreviewReport> {
+    fn preview(&self, yaml: String, window: String, token: String) -> Answer<'_, PreviewReport> {
         Box::pin(async move {
             let draft = parse(&yaml, Format::Yaml).map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))?;
             let now = crate::runtime::now_us();
             let span = crate::preview::window::resolve(Some(&serde_json::Value::String(window)), now)?;
-            crate::preview::run(&crate::preview::Sources::of(self), &draft, span, now)
+            crate::preview::run_tracked(&crate::preview::Sources::of(self), &draft, span, now, &token)
                 .await
                 .map_err(|e| crate::http::error::ApiError::from(e).message)
         })
     }
+    fn preview_progress(&self, token: String) -> Option<(u64, u64)> {
+        crate::preview::progress(&token)
+    }
+
     fn queues(&self) -> Answer<'_, Vec<QueueView>> {
         Box::pin(async move { self.runtime.queues(None).await.map_err(failed) })
     }

@@ -33,7 +33,9 @@ pub trait Backend: Send + Sync + 'static {
     fn rollback(&self, version: i64, input: ApplyInput) -> Answer<'_, ApplyOutcome>;
     /// Replays the recorded `window` (`24h`, …) under the draft (YAML) and the active config;
     /// dropping the future stops the replay.
-    fn preview(&self, yaml: String, window: String) -> Answer<'_, PreviewReport>;
+    fn preview(&self, yaml: String, window: String, token: String) -> Answer<'_, PreviewReport>;
+    /// `(done, total)` arrivals replayed by the preview running under `token`, if any.
+    fn preview_progress(&self, token: String) -> Option<(u64, u64)>;
 
     /// Every queue of the active config: usage vs quota, counts, pending and running jobs.
     fn queues(&self) -> Answer<'_, Vec<QueueView>>;

@@ -166,6 +166,13 @@ pub async fn usage_chart(query: String, stacked: bool) -> Result<ChartData, Serv
     Ok(super::charts::usage(&history, stacked))
 }
 
+/// How far the preview started with `token` has got: `(done, total)` arrivals over both
+/// replays, or `None` once it has ended (or before it has started).
+#[server]
+pub async fn preview_progress(token: String) -> Result<Option<(u64, u64)>, ServerFnError> {
+    Ok(backend()?.preview_progress(token))
+}
+
 /// A stage's progress and results.
 #[server]
 pub async fn get_stage(id: String) -> Result<(StageStatus, StageResults), ServerFnError> {
@@ -176,8 +183,8 @@ pub async fn get_stage(id: String) -> Result<(StageStatus, StageResults), Server
 /// The browser aborts the request when the caller drops the future, and the server then stops
 /// the replay.
 #[server]
-pub async fn preview_draft(yaml: String, window: String) -> Result<(PreviewReport, ChartData), ServerFnError> {
-    let report = backend()?.preview(yaml, window).await.map_err(ServerFnError::new)?;
+pub async fn preview_draft(yaml: String, window: String, token: String) -> Result<(PreviewReport, ChartData), ServerFnError> {
+    let report = backend()?.preview(yaml, window, token).await.map_err(ServerFnError::new)?;
     let chart = super::charts::preview_waits(&report, super::editor::queue_label);
     Ok((report, chart))
 }

@@ -23,7 +23,8 @@ mod report;
 pub mod window;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 
 use app::config::validate::validate;
@@ -112,6 +113,43 @@ pub async fn run(src: &Sources, draft: &SchedulerConfig, span: Span, now_us: i64
     let control = Arc::new(Control::default());
     let _guard = CancelOnDrop(control.clone());
     preview(src, draft, span, now_us, control).await
+}
+
+/// Previews running under a caller-chosen token, so another request can read their progress.
+fn running() -> &'static Mutex<HashMap<String, Weak<Control>>> {
+    static RUNNING: OnceLock<Mutex<HashMap<String, Weak<Control>>>> = OnceLock::new();
+    RUNNING.get_or_init(Default::default)
+}
+
+/// Keeps `token` registered while the preview runs.
+struct Tracked(String);
+
+impl Tracked {
+    fn new(token: &str, control: &Arc<Control>) -> Tracked {
+        let mut map = running().lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, c| c.strong_count() > 0);
+        map.insert(token.to_string(), Arc::downgrade(control));
+        Tracked(token.to_string())
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        running().lock().unwrap_or_else(|e| e.into_inner()).remove(&self.0);
+    }
+}
+
+/// [`run`], with its progress readable through [`progress`] under `token` until it ends.
+pub async fn run_tracked(src: &Sources, draft: &SchedulerConfig, span: Span, now_us: i64, token: &str) -> Result<PreviewReport, PreviewError> {
+    let control = Arc::new(Control::default());
+    let _guard = CancelOnDrop(control.clone());
+    let _tracked = Tracked::new(token, &control);
+    preview(src, draft, span, now_us, control).await
+}
+
+/// `(done, total)` arrivals of the preview running under `token`, or `None` when none is.
+pub fn progress(token: &str) -> Option<(u64, u64)> {
+    running().lock().unwrap_or_else(|e| e.into_inner()).get(token).and_then(Weak::upgrade).map(|c| c.progress())
 }
 
 /// Checks the draft the way apply does; compiles it.
@@ -239,4 +277,22 @@ fn replay(
         let d = d.join().map_err(|_| PreviewError::BadRequest("the draft's replay failed; see the server log".into()))?;
         Ok((a, d.map_err(cancelled)?))
     })
+}
+
+#[cfg(test)]
+mod progress_tests {
+    use super::*;
+
+    #[test]
+    fn a_tracked_preview_reports_progress_until_it_ends() {
+        let control = Arc::new(Control::default());
+        control.total.store(10, Ordering::Relaxed);
+        control.done.store(4, Ordering::Relaxed);
+        {
+            let _t = Tracked::new("tok-1", &control);
+            assert_eq!(progress("tok-1"), Some((4, 10)));
+            assert_eq!(progress("other"), None);
+        }
+        assert_eq!(progress("tok-1"), None, "gone once the preview ends");
+    }
 }

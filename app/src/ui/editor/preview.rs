@@ -12,7 +12,7 @@ use leptos::prelude::*;
 use super::Editor;
 use crate::config::to_canonical_yaml;
 use crate::preview::{PreviewReport, QueueImpact};
-use crate::ui::server_fns::preview_draft;
+use crate::ui::server_fns::{preview_draft, preview_progress};
 use crate::ui::chart::Chart;
 use crate::ui::server_fns::ChartData;
 use crate::ui::widgets::ErrorBox;
@@ -79,14 +79,43 @@ pub fn PreviewPanel() -> impl IntoView {
     let state = RwSignal::new(State::Idle);
     let generation = RwSignal::new(0u64);
     let waker = StoredValue::new(None::<Waker>);
+    // `(done, total)` arrivals replayed, polled while a run is on.
+    let progress = RwSignal::new(None::<(u64, u64)>);
+    let poller = StoredValue::new(None::<IntervalHandle>);
+    let stop_polling = move || {
+        if let Some(h) = poller.try_update_value(Option::take).flatten() {
+            h.clear();
+        }
+    };
     let run = move |_| {
         let mine = generation.get_untracked() + 1;
         generation.set(mine);
         state.set(State::Running);
+        progress.set(None);
         let yaml = ed.draft.config.with_untracked(to_canonical_yaml);
         let w = window.get_untracked();
+        let token = format!("p{}-{mine}", chrono::Utc::now().timestamp_micros());
+        stop_polling();
+        let polled = token.clone();
+        let poll = move || {
+            let token = polled.clone();
+            leptos::task::spawn_local(async move {
+                if let Ok(Some(p)) = preview_progress(token).await {
+                    if generation.get_untracked() == mine {
+                        progress.set(Some(p));
+                    }
+                }
+            });
+        };
+        if let Ok(handle) = set_interval_with_handle(poll, std::time::Duration::from_millis(300)) {
+            poller.set_value(Some(handle));
+        }
         leptos::task::spawn_local(async move {
-            match unless_cancelled(preview_draft(yaml, w), generation, mine, waker).await {
+            let outcome = unless_cancelled(preview_draft(yaml, w, token), generation, mine, waker).await;
+            if generation.get_untracked() == mine {
+                stop_polling();
+            }
+            match outcome {
                 None => {}
                 Some(Ok((report, chart))) => state.set(State::Done(Box::new((report, chart)))),
                 Some(Err(e)) => state.set(State::Failed(e.to_string())),
@@ -94,6 +123,7 @@ pub fn PreviewPanel() -> impl IntoView {
         });
     };
     let cancel = move |_| {
+        stop_polling();
         generation.update(|g| *g += 1);
         state.set(State::Cancelled);
         if let Some(w) = waker.try_update_value(Option::take).flatten() {
@@ -120,7 +150,9 @@ pub fn PreviewPanel() -> impl IntoView {
             {move || match state.get() {
                 State::Idle => ().into_any(),
                 State::Running => view! {
-                    <p class="loading" role="status" data-testid="preview-running"><span class="spinner" aria-hidden="true"></span>"Replaying the recorded workload under both configs…"</p>
+                    <p class="loading" role="status" data-testid="preview-running"><span class="spinner" aria-hidden="true"></span>"Replaying the recorded workload under both configs…"
+                        <span data-testid="preview-progress">{move || progress.get().filter(|(_, t)| *t > 0).map(|(d, t)| format!(" {d} of {t} arrivals ({:.0} %)", d as f64 / t as f64 * 100.0))}</span></p>
+                    {move || progress.get().filter(|(_, t)| *t > 0).map(|(d, t)| view! { <progress class="preview-bar" max=t value=d aria-label="Replay progress"></progress> })}
                 }.into_any(),
                 State::Cancelled => view! { <p class="hint" role="status" data-testid="preview-cancelled">"Preview cancelled."</p> }.into_any(),
                 State::Failed(e) => view! { <ErrorBox message=e/> }.into_any(),
