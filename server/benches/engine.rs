@@ -5,8 +5,10 @@
 //! 100k vs 1k), what the cycle decided, and bytes per pending job measured with a counting
 //! global allocator. Run: `cargo bench -p berth-server --bench engine`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+mod support;
+use support::{Counting, Rng, LIVE, PEAK};
+
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use app::config::{
@@ -15,60 +17,12 @@ use app::config::{
 };
 use server::engine::{self, Compiled, Labels, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
 
-/// Counts live and peak heap bytes so memory per pending job is measured, not guessed.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Relaxed) + l.size();
-            PEAK.fetch_max(now, Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        LIVE.fetch_sub(l.size(), Relaxed);
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            if new >= l.size() {
-                let now = LIVE.fetch_add(new - l.size(), Relaxed) + new - l.size();
-                PEAK.fetch_max(now, Relaxed);
-            } else {
-                LIVE.fetch_sub(l.size() - new, Relaxed);
-            }
-        }
-        q
-    }
-}
-
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
 const QUEUES: usize = 50;
 const POOLS: [&str; 4] = ["a100", "h100", "cpu-spot", "cpu-ondemand"];
 const NODES: usize = 1_000;
-
-/// Deterministic xorshift: the same workload every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
-        xs[(self.next() % xs.len() as u64) as usize]
-    }
-}
 
 fn config() -> SchedulerConfig {
     let flavors = POOLS

@@ -10,8 +10,10 @@
 //! PostgreSQL when BERTH_BENCH_PG_URL names an admin URL. Run: `cargo bench -p berth-server
 //! --bench preview`.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+mod support;
+use support::{Counting, Rng, LIVE, PEAK};
+
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -27,39 +29,6 @@ use server::service::ConfigService;
 use server::store::{ApplyMeta, ConfigStore};
 use sqlx::Connection;
 
-/// Counts live and peak heap bytes.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(l) };
-        if !p.is_null() {
-            let now = LIVE.fetch_add(l.size(), Relaxed) + l.size();
-            PEAK.fetch_max(now, Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        unsafe { System.dealloc(p, l) };
-        LIVE.fetch_sub(l.size(), Relaxed);
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        let q = unsafe { System.realloc(p, l, new) };
-        if !q.is_null() {
-            if new >= l.size() {
-                let now = LIVE.fetch_add(new - l.size(), Relaxed) + new - l.size();
-                PEAK.fetch_max(now, Relaxed);
-            } else {
-                LIVE.fetch_sub(l.size() - new, Relaxed);
-            }
-        }
-        q
-    }
-}
-
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
@@ -70,21 +39,6 @@ const JOBS_IN_WINDOW: i64 = 50_000;
 const DAY_MS: i64 = 86_400_000;
 /// The record starts an hour before the window, so jobs are running and waiting at its start.
 const LEAD_MS: i64 = 3_600_000;
-
-/// Deterministic xorshift: the same workload every run.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// 50 queues; each has a GPU pool flavor (cpu 96, gpu 8) and a CPU pool flavor (cpu 64);
 /// q25–q49 preempt lower priority; rule `team=tNN` → `qNN`, priorities 0..=100; a catch-all
@@ -224,28 +178,17 @@ fn recorded(active: &SchedulerConfig, nodes: &[Node], jobs: &[Gen], now_ms: i64)
                 (None, Some(_), None) => JobState::Running,
                 (None, Some(_), Some(_)) => JobState::Succeeded,
             };
+            let spec = JobRequest {
+                entrypoint: "python train.py --epochs 10".into(),
+                labels: [("team".to_string(), format!("t{:02}", g.team))].into(),
+                priority: g.priority,
+                resources: ResourceRequest { cpu: Some(g.cpu as f64), gpu: (g.gpu > 0).then_some(g.gpu as f64), ..Default::default() },
+                ..Default::default()
+            };
             JobRow {
-                id: j.id.to_string(),
-                name: "train".into(),
-                submitter: "bench".into(),
-                stage_id: None,
                 state,
-                spec: JobRequest {
-                    entrypoint: "python train.py --epochs 10".into(),
-                    labels: [("team".to_string(), format!("t{:02}", g.team))].into(),
-                    priority: g.priority,
-                    resources: ResourceRequest { cpu: Some(g.cpu as f64), gpu: (g.gpu > 0).then_some(g.gpu as f64), ..Default::default() },
-                    ..Default::default()
-                },
                 queue: j.queue.as_ref().map(|q| q.to_string()),
-                rule_index: None,
-                config_version: Some(2),
-                priority: j.priority,
-                submitted_at_us: us(g.at_ms),
-                enqueued_at_us: us(g.at_ms),
                 runs: i64::from(admitted.is_some()),
-                retries: 0,
-                retry_at_us: None,
                 // The recording replay does not keep placements: GPU jobs on the GPU pool,
                 // the others on the CPU pool, spread over its nodes.
                 flavors: match admitted {
@@ -255,12 +198,12 @@ fn recorded(active: &SchedulerConfig, nodes: &[Node], jobs: &[Gen], now_ms: i64)
                 },
                 node: admitted.map(|_| format!("node-{:03}", if g.gpu > 0 { i % 50 } else { 50 + i % 50 })),
                 backend: admitted.map(|_| "local".into()),
-                handle: None,
                 admitted_at_us: admitted.map(us),
                 started_at_us: admitted.map(us),
                 finished_at_us: if state == JobState::Rejected { Some(us(g.at_ms)) } else { finished.map(us) },
                 exit_code: finished.map(|_| 0),
                 reason: j.rejected.clone(),
+                ..JobRow::submitted(j.id.to_string(), "train".into(), "bench".into(), spec, j.priority, 2, us(g.at_ms))
             }
         })
         .collect()

@@ -126,30 +126,9 @@ async fn record(store: &JobStore, jobs: &[Rec]) {
             _ => "misc",
         };
         let mut row = JobRow {
-            id: j.id.clone(),
-            name: format!("{} job", j.team),
-            submitter: "tester".into(),
-            stage_id: None,
             state: j.state,
-            spec,
             queue: Some(queue.into()),
-            rule_index: None,
-            config_version: Some(2),
-            priority: j.priority.unwrap_or(10),
-            submitted_at_us: us(j.submitted),
-            enqueued_at_us: us(j.submitted),
-            runs: 0,
-            retries: 0,
-            retry_at_us: None,
-            flavors: Vec::new(),
-            node: None,
-            backend: None,
-            handle: None,
-            admitted_at_us: None,
-            started_at_us: None,
-            finished_at_us: None,
-            exit_code: None,
-            reason: None,
+            ..JobRow::submitted(j.id.clone(), format!("{} job", j.team), "tester".into(), spec, j.priority.unwrap_or(10), 2, us(j.submitted))
         };
         match j.admitted {
             None => {

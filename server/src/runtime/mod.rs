@@ -278,32 +278,8 @@ impl Runtime {
         let (compiled, version, nodes) = self.shared();
         let now = now_us();
         let name = req.name.take().unwrap_or_else(|| request::default_name(&req.entrypoint));
-        let mut row = JobRow {
-            id: new_id("j"),
-            name,
-            submitter: submitter.to_string(),
-            stage_id: stage.map(str::to_string),
-            state: JobState::Pending,
-            queue: None,
-            rule_index: None,
-            config_version: Some(version),
-            priority: req.priority.unwrap_or(0),
-            submitted_at_us: now,
-            enqueued_at_us: now,
-            runs: 0,
-            retries: 0,
-            retry_at_us: None,
-            flavors: Vec::new(),
-            node: None,
-            backend: None,
-            handle: None,
-            admitted_at_us: None,
-            started_at_us: None,
-            finished_at_us: None,
-            exit_code: None,
-            reason: None,
-            spec: req,
-        };
+        let priority = req.priority.unwrap_or(0);
+        let mut row = JobRow { stage_id: stage.map(str::to_string), ..JobRow::submitted(new_id("j"), name, submitter.to_string(), req, priority, version, now) };
         let routed = engine::route(&compiled, &row.spec.labels, row.spec.priority)
             .and_then(|r| engine::check_submittable(&compiled, &nodes, &r.queue, &request).map(|()| r));
         match routed {

@@ -63,6 +63,36 @@ pub struct JobRow {
 }
 
 impl JobRow {
+    /// A job just submitted at `at_us`: pending, not routed, placed or run yet.
+    pub fn submitted(id: String, name: String, submitter: String, spec: JobRequest, priority: i64, config_version: i64, at_us: i64) -> JobRow {
+        JobRow {
+            id,
+            name,
+            submitter,
+            stage_id: None,
+            state: JobState::Pending,
+            spec,
+            queue: None,
+            rule_index: None,
+            config_version: Some(config_version),
+            priority,
+            submitted_at_us: at_us,
+            enqueued_at_us: at_us,
+            runs: 0,
+            retries: 0,
+            retry_at_us: None,
+            flavors: Vec::new(),
+            node: None,
+            backend: None,
+            handle: None,
+            admitted_at_us: None,
+            started_at_us: None,
+            finished_at_us: None,
+            exit_code: None,
+            reason: None,
+        }
+    }
+
     /// The API's view of the row (no position or history: the caller adds them).
     pub fn to_job(&self) -> Job {
         Job {
