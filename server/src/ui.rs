@@ -16,7 +16,7 @@ use leptos_axum::{generate_route_list, LeptosRoutes};
 
 use crate::http::body::Params;
 use crate::http::error::ApiError;
-use crate::http::jobs::{event_query, history_query, job_query, last_lines, MAX_LOG};
+use crate::http::jobs::{event_query, history_query, job_query, last_lines, tail_bytes};
 use crate::runtime::backend::Stream;
 use crate::runtime::store::time_of;
 use crate::runtime::RuntimeError;
@@ -152,8 +152,7 @@ impl Backend for AppState {
     fn logs(&self, id: String, stderr: bool, tail: u64) -> Answer<'_, String> {
         Box::pin(async move {
             let stream = if stderr { Stream::Stderr } else { Stream::Stdout };
-            let bytes = tail.saturating_mul(4096).clamp(64 * 1024, MAX_LOG);
-            let (log, _) = self.runtime.logs(&id, stream, Some(bytes)).await.map_err(failed)?;
+            let (log, _) = self.runtime.logs(&id, stream, Some(tail_bytes(tail))).await.map_err(failed)?;
             Ok(String::from_utf8_lossy(last_lines(&log, tail as usize)).into_owned())
         })
     }
@@ -180,9 +179,7 @@ impl Backend for AppState {
     fn events(&self, query: String) -> Answer<'_, EventPage> {
         Box::pin(async move {
             let (filter, cursor, limit) = event_query(&params(&query)?).map_err(|e| e.message)?;
-            let (events, more) = self.runtime.events(&filter, cursor, limit).await.map_err(failed)?;
-            let next_cursor = more.then(|| events.last().map(|e| e.seq.to_string())).flatten();
-            Ok(EventPage { events, next_cursor })
+            self.runtime.events(&filter, cursor, limit).await.map_err(failed)
         })
     }
 

@@ -57,7 +57,7 @@ pub fn EventsPage() -> impl IntoView {
                 <div class="field">
                     <label for="e-kind">"Kind"</label>
                     <select id="e-kind" name="kind">
-                        {move || options(&KINDS.iter().map(|(v, l)| (v.to_string(), l.to_string())).collect::<Vec<_>>(), &value("kind"))}
+                        {move || options(&KINDS, &value("kind"))}
                     </select>
                 </div>
                 <Transition fallback=|| view! { <div class="field"><label for="e-queue">"Queue"</label><select id="e-queue" name="queue" disabled><option>"any"</option></select></div> }>

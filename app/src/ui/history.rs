@@ -55,7 +55,7 @@ pub fn HistoryPage() -> impl IntoView {
             <Form method="GET" action="/history" attr:class="filters" attr:data-testid="history-filters">
                 <div class="field">
                     <label for="h-range">"Range"</label>
-                    <select id="h-range" name="range">{move || options(&RANGES.iter().map(|(v, l)| (v.to_string(), l.to_string())).collect::<Vec<_>>(), &range())}</select>
+                    <select id="h-range" name="range">{move || options(&RANGES, &range())}</select>
                 </div>
                 <Show when=move || range() == "custom">
                     <div class="field"><label for="h-since">"From (UTC)"</label><input id="h-since" name="since" type="datetime-local" prop:value=move || value("since")/></div>
@@ -82,7 +82,7 @@ pub fn HistoryPage() -> impl IntoView {
                 </Transition>
                 <div class="field">
                     <label for="h-view">"Show"</label>
-                    <select id="h-view" name="view">{move || options(&[("".to_string(), "usage vs quota".to_string()), ("stacked".to_string(), "stacked per queue".to_string())], &value("view"))}</select>
+                    <select id="h-view" name="view">{move || options(&[("", "usage vs quota"), ("stacked", "stacked per queue")], &value("view"))}</select>
                 </div>
                 <div class="filter-actions"><button type="submit" class="button primary">"Show"</button></div>
             </Form>

@@ -49,7 +49,7 @@ pub fn JobsPage() -> impl IntoView {
                 <div class="field">
                     <label for="f-state">"State"</label>
                     <select id="f-state" name="state">
-                        {move || options(&STATE_CHOICES.iter().map(|(v, l)| (v.to_string(), l.to_string())).collect::<Vec<_>>(), &value("state"))}
+                        {move || options(&STATE_CHOICES, &value("state"))}
                     </select>
                 </div>
                 <Transition fallback=|| view! { <div class="field"><label for="f-queue">"Queue"</label><select id="f-queue" name="queue" disabled><option>"any"</option></select></div> }>
@@ -75,7 +75,7 @@ pub fn JobsPage() -> impl IntoView {
                 <div class="field">
                     <label for="f-since">"Submitted"</label>
                     <select id="f-since" name="since">
-                        {move || options(&SINCE_CHOICES.iter().map(|(v, l)| (v.to_string(), l.to_string())).collect::<Vec<_>>(), &value("since"))}
+                        {move || options(&SINCE_CHOICES, &value("since"))}
                     </select>
                 </div>
                 <div class="filter-actions">
@@ -111,11 +111,14 @@ const STATE_CHOICES: [(&str, &str); 10] = [
 
 const SINCE_CHOICES: [(&str, &str); 4] = [("", "any time"), ("1h", "last hour"), ("24h", "last day"), ("7d", "last week")];
 
-/// `<option>`s with the current one selected (in the server's HTML too).
-pub fn options(choices: &[(String, String)], current: &str) -> impl IntoView {
+/// `<option>`s `(value, label)` with the current one selected (in the server's HTML too).
+pub fn options<V: AsRef<str>, L: AsRef<str>>(choices: &[(V, L)], current: &str) -> impl IntoView {
     choices
         .iter()
-        .map(|(v, l)| view! { <option value=v.clone() selected=v == current>{l.clone()}</option> })
+        .map(|(v, l)| {
+            let v = v.as_ref();
+            view! { <option value=v.to_string() selected=v == current>{l.as_ref().to_string()}</option> }
+        })
         .collect_view()
 }
 

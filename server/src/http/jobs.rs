@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use app::jobs::{EventPage, History, JobRequest, JobState, PriorityChange, StageRequest};
+use app::jobs::{History, JobRequest, JobState, PriorityChange, StageRequest};
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::header::CONTENT_TYPE;
@@ -178,7 +178,7 @@ async fn logs(State(state): State<AppState>, Path(id): Path<String>, params: Par
         return Err(ApiError::bad_request("tail: must be a number of lines >= 0"));
     }
     let follow = matches!(params.get("follow"), Some("true" | "1" | ""));
-    let tail_bytes = tail.map(|lines| (lines as u64).saturating_mul(4096).clamp(64 * 1024, MAX_LOG)).or(Some(MAX_LOG));
+    let tail_bytes = Some(tail.map_or(MAX_LOG, |lines| tail_bytes(lines as u64)));
     let (bytes, job_state) = state.runtime.logs(&id, stream, tail_bytes).await?;
     let first = match tail {
         Some(lines) => last_lines(&bytes, lines as usize).to_vec(),
@@ -214,6 +214,12 @@ async fn logs(State(state): State<AppState>, Path(id): Path<String>, params: Par
         }
     });
     Ok((text_plain, Body::from_stream(body)).into_response())
+}
+
+/// How much of a log to read for its last `lines` lines: 4 KB a line, at least 64 KB, at
+/// most the whole bounded log.
+pub(crate) fn tail_bytes(lines: u64) -> u64 {
+    lines.saturating_mul(4096).clamp(64 * 1024, MAX_LOG)
 }
 
 pub(crate) fn last_lines(bytes: &[u8], n: usize) -> &[u8] {
@@ -266,9 +272,7 @@ async fn nodes(State(state): State<AppState>) -> Result<Response, ApiError> {
 /// oldest first from `since` (default), or newest first paging backwards.
 async fn events(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
     let (filter, cursor, limit) = event_query(&params)?;
-    let (events, more) = state.runtime.events(&filter, cursor, limit).await?;
-    let next_cursor = more.then(|| events.last().map(|e| e.seq.to_string())).flatten();
-    Ok(Json(EventPage { events, next_cursor }).into_response())
+    Ok(Json(state.runtime.events(&filter, cursor, limit).await?).into_response())
 }
 
 /// The events filter, cursor and page size, shared by the REST API and the dashboard.

@@ -20,7 +20,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use app::jobs::{
-    Event, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, QueuedJob, QuotaUsage, RunningEntry, Sample,
+    EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, QueuedJob, QuotaUsage, RunningEntry, Sample,
     StageCreated, StageRejection, StageRequest, StageResults, StageStatus,
 };
 use tokio::sync::{mpsc, oneshot};
@@ -436,9 +436,11 @@ impl Runtime {
         .await
     }
 
-    /// A page of events, oldest first.
-    pub async fn events(&self, filter: &EventFilter, after: Option<i64>, limit: i64) -> Result<(Vec<Event>, bool), RuntimeError> {
-        Ok(self.store.events(filter, after, limit).await?)
+    /// A page of events in the filter's order, with the cursor of the next page if any.
+    pub async fn events(&self, filter: &EventFilter, cursor: Option<i64>, limit: i64) -> Result<EventPage, RuntimeError> {
+        let (events, more) = self.store.events(filter, cursor, limit).await?;
+        let next_cursor = more.then(|| events.last().map(|e| e.seq.to_string())).flatten();
+        Ok(EventPage { events, next_cursor })
     }
 
     /// Resource history, downsampled.
