@@ -1,10 +1,16 @@
 //! The local backend: each run is a process group on the server's own host.
 //!
-//! A run lives in `data_dir/runs/{key}/`: `stdout` and `stderr`, `pid` (`{pid} {starttime}`,
-//! the kernel's start time, so a reused pid is never signalled), `work/` (the default working
-//! directory) and `exit`, which a wrapper shell around the entrypoint writes. The job writes
-//! its logs to those files itself (not through pipes to the server) and its code lands on
-//! disk, so a run survives a restart of the server and is adopted after it.
+//! A run is a few entries in `data_dir/runs/`: `{key}.run`, its record, `{key}.stdout` and
+//! `{key}.stderr`, and `{key}/`, the default working directory (made only for a run that
+//! names none). The record is created before the spawn; the server then appends
+//! `pid {pid} {starttime}` (the kernel's start time, so a reused pid is never signalled) and
+//! a wrapper shell around the entrypoint appends `exit {code}`. The job writes its logs to
+//! those files itself (not through pipes to the server) and its code lands on disk, so a run
+//! survives a restart of the server and is adopted after it.
+//!
+//! Few files, because creating an inode is most of what a start costs (ext4 scans past every
+//! recently deleted inode on each create); runs of older versions (`runs/{key}/` holding
+//! `pid`, `exit`, `stdout`, `stderr` and `work/`) are still adopted and their logs read.
 //!
 //! Logs are bounded by rotation: every [`POLL`], a file past the limit moves its newest
 //! `limit` bytes to `{stream}.1` and starts again empty (the job holds it with `O_APPEND`).
@@ -13,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -31,14 +37,14 @@ pub const POLL: Duration = Duration::from_millis(200);
 /// Longest wait for a process group to vanish after SIGKILL (a process in `D` state can lag).
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
-/// Runs the entrypoint in a subshell (so `exit 3` in it is the run's code; a fork, not
-/// another exec of the shell), then records the code. The entrypoint comes in the
-/// environment, so it needs no quoting.
-const WRAPPER: &str = r#"__berth_e=$BERTH_ENTRYPOINT __berth_f=$BERTH_EXIT_FILE
-unset BERTH_ENTRYPOINT BERTH_EXIT_FILE
+/// Runs the entrypoint in a subshell (so `exit 3` or `exec` in it still lets the code be
+/// recorded; a fork, not another exec of the shell), then appends the code to the run's
+/// record. The entrypoint comes in the environment, so it needs no quoting.
+const WRAPPER: &str = r#"__berth_e=$BERTH_ENTRYPOINT __berth_f=$BERTH_RECORD
+unset BERTH_ENTRYPOINT BERTH_RECORD
 (eval "$__berth_e")
 __berth_code=$?
-echo "$__berth_code" > "$__berth_f"
+echo "exit $__berth_code" >> "$__berth_f"
 exit "$__berth_code""#;
 
 /// What the local backend offers and where it keeps runs.
@@ -126,30 +132,54 @@ impl LocalBackend {
         &self.cfg
     }
 
-    /// `data_dir/runs/{key}`.
-    pub fn run_dir(&self, run: &RunId) -> PathBuf {
-        self.cfg.data_dir.join("runs").join(run.key())
+    /// Where a run's files are (the current layout; [`Paths::find`] also knows the old one).
+    fn paths(&self, run: &RunId) -> Paths {
+        Paths::new(&self.cfg.data_dir.join("runs"), &run.key())
+    }
+
+    /// The default working directory of a run: `data_dir/runs/{key}`.
+    pub fn work_dir(&self, run: &RunId) -> PathBuf {
+        self.paths(run).work
     }
 
     fn start_run(&self, spec: StartSpec) -> Result<String, BackendError> {
         let key = spec.run.key();
         let fail = |what: &str, e: io::Error| BackendError::Failed(format!("run {key}: {what}: {e}"));
-        let dir = self.run_dir(&spec.run);
-        if dir.join("pid").exists() {
-            return Err(BackendError::Failed(format!("run {key} was already started")));
-        }
-        fs::create_dir_all(&dir).map_err(|e| fail(&format!("creating {}", dir.display()), e))?;
+        let paths = self.paths(&spec.run);
         let work = match &spec.working_dir {
-            Some(d) if Path::new(d).is_dir() => PathBuf::from(d),
+            Some(d) if Path::new(d).is_dir() => Some(PathBuf::from(d)),
             Some(d) => return Err(BackendError::Failed(format!("working_dir `{d}` does not exist or is not a directory"))),
+            None => None,
+        };
+        let mut record = match OpenOptions::new().append(true).create_new(true).open(&paths.record) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(paths.record.parent().unwrap_or(Path::new("."))).map_err(|e| fail("creating the runs directory", e))?;
+                OpenOptions::new().append(true).create_new(true).open(&paths.record).map_err(|e| fail("creating its record", e))?
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                // A record without a pid line: the server stopped before it spawned the process.
+                let record = read_record(&paths.record);
+                if record.pid.is_some() || record.exit.is_some() {
+                    return Err(BackendError::Failed(format!("run {key} was already started")));
+                }
+                for stream in [Stream::Stdout, Stream::Stderr] {
+                    let _ = fs::remove_file(paths.log(stream));
+                    let _ = fs::remove_file(with_suffix(&paths.log(stream), ".1"));
+                }
+                OpenOptions::new().append(true).open(&paths.record).map_err(|e| fail("opening its record", e))?
+            }
+            Err(e) => return Err(fail("creating its record", e)),
+        };
+        let work = match work {
+            Some(w) => w,
             None => {
-                let w = dir.join("work");
-                fs::create_dir_all(&w).map_err(|e| fail(&format!("creating {}", w.display()), e))?;
-                w
+                fs::create_dir_all(&paths.work).map_err(|e| fail(&format!("creating {}", paths.work.display()), e))?;
+                paths.work.clone()
             }
         };
-        let stdout = open_log(&dir.join(stream_file(Stream::Stdout))).map_err(|e| fail("opening stdout", e))?;
-        let stderr = open_log(&dir.join(stream_file(Stream::Stderr))).map_err(|e| fail("opening stderr", e))?;
+        let stdout = open_log(&paths.log(Stream::Stdout)).map_err(|e| fail("opening stdout", e))?;
+        let stderr = open_log(&paths.log(Stream::Stderr)).map_err(|e| fail("opening stderr", e))?;
 
         let mut cmd = tokio::process::Command::new("/bin/sh");
         cmd.arg("-c")
@@ -159,7 +189,7 @@ impl LocalBackend {
             .env("BERTH_JOB_ID", &*spec.run.job)
             .env("BERTH_RUN", spec.run.run.to_string())
             .env("BERTH_ENTRYPOINT", &spec.entrypoint)
-            .env("BERTH_EXIT_FILE", dir.join("exit"))
+            .env("BERTH_RECORD", &paths.record)
             .stdin(Stdio::null())
             .stdout(Stdio::from(stdout))
             .stderr(Stdio::from(stderr))
@@ -168,10 +198,11 @@ impl LocalBackend {
         let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
             return Err(BackendError::Failed(format!("run {key}: the process ended before it could be recorded")));
         };
-        // The child is not reaped before `wait`, so its stat is readable even if it already exited.
+        // The child is not reaped before `wait`, so its stat is readable even if it already
+        // exited. One short append: a reader sees the whole line or none of it.
         let recorded = read_stat(pid)
             .ok_or_else(|| io::Error::other(format!("/proc/{pid}/stat is unreadable")))
-            .and_then(|stat| write_pid_file(&dir, Proc { pid, start: stat.start }).map(|()| stat.start));
+            .and_then(|stat| record.write_all(format!("pid {pid} {}\n", stat.start).as_bytes()).map(|()| stat.start));
         let start = match recorded {
             Ok(start) => start,
             Err(e) => {
@@ -181,13 +212,13 @@ impl LocalBackend {
         };
         let proc = Proc { pid, start };
         self.lock_live().insert(spec.run.clone(), proc);
-        tokio::spawn(self.watch(spec.run, proc).run(Some(child)));
+        tokio::spawn(self.watch(spec.run, paths, proc).run(Some(child)));
         Ok(pid.to_string())
     }
 
     fn stop_run(&self, run: &RunId) -> Result<(), BackendError> {
         let known = self.lock_live().get(run).copied();
-        let Some(proc) = known.or_else(|| read_pid_file(&self.run_dir(run))) else {
+        let Some(proc) = known.or_else(|| Paths::find(&self.cfg.data_dir.join("runs"), run).and_then(|p| p.read().pid)) else {
             return Ok(()); // never started: nothing to stop
         };
         if !is_ours(proc) {
@@ -209,34 +240,34 @@ impl LocalBackend {
     }
 
     fn adopt_run(&self, run: RunId) -> Adopted {
-        let dir = self.run_dir(&run);
-        if !dir.is_dir() {
+        let Some(paths) = Paths::find(&self.cfg.data_dir.join("runs"), &run) else {
             return Adopted::NeverStarted;
-        }
-        if let Some(code) = read_exit(&dir) {
+        };
+        let record = paths.read();
+        if let Some(code) = record.exit {
             return Adopted::Ended(Outcome::Exited(code));
         }
-        let Some(proc) = read_pid_file(&dir) else {
+        let Some(proc) = record.pid else {
             return Adopted::NeverStarted; // the server died before it spawned the process
         };
         if is_alive(proc) {
             let handle = proc.pid.to_string();
             let new = self.lock_live().insert(run.clone(), proc).is_none();
             if new {
-                tokio::spawn(self.watch(run, proc).run(None));
+                tokio::spawn(self.watch(run, paths, proc).run(None));
             }
             return Adopted::Running { handle };
         }
         // It may have ended between the two reads.
-        match read_exit(&dir) {
+        match paths.read().exit {
             Some(code) => Adopted::Ended(Outcome::Exited(code)),
             None => Adopted::Ended(Outcome::Failed("process is gone and left no exit code".into())),
         }
     }
 
-    fn watch(&self, run: RunId, proc: Proc) -> Watch {
+    fn watch(&self, run: RunId, paths: Paths, proc: Proc) -> Watch {
         Watch {
-            dir: self.run_dir(&run),
+            paths,
             run,
             proc,
             grace: self.cfg.kill_grace,
@@ -280,13 +311,14 @@ impl Backend for LocalBackend {
 
     /// `None` reads the last `log_limit_bytes`, from `.1` too when the current file is shorter.
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>> {
-        let dir = self.run_dir(&run);
+        let runs = self.cfg.data_dir.join("runs");
         let want = tail_bytes.unwrap_or(self.cfg.log_limit_bytes);
         Box::pin(async move {
-            if !dir.is_dir() {
-                return Err(BackendError::Failed(format!("run {} has no logs here ({} does not exist)", run.key(), dir.display())));
-            }
-            let read = tokio::task::spawn_blocking(move || read_log(&dir.join(stream_file(stream)), want)).await;
+            let Some(paths) = Paths::find(&runs, &run) else {
+                let record = Paths::new(&runs, &run.key()).record;
+                return Err(BackendError::Failed(format!("run {} has no logs here ({} does not exist)", run.key(), record.display())));
+            };
+            let read = tokio::task::spawn_blocking(move || read_log(&paths.log(stream), want)).await;
             read.map_err(io::Error::other).and_then(|r| r).map_err(|e| BackendError::Failed(format!("reading the log of run {}: {e}", run.key())))
         })
     }
@@ -296,7 +328,7 @@ impl Backend for LocalBackend {
 struct Watch {
     run: RunId,
     proc: Proc,
-    dir: PathBuf,
+    paths: Paths,
     grace: Duration,
     log_limit: u64,
     exits: UnboundedSender<Exit>,
@@ -326,7 +358,7 @@ impl Watch {
                 tick.tick().await;
                 self.bound_logs().await;
                 if !is_alive(self.proc) {
-                    break match read_exit(&self.dir) {
+                    break match self.paths.read().exit {
                         Some(code) => Outcome::Exited(code),
                         None => Outcome::Failed("process ended without recording an exit code (killed by a signal?)".into()),
                     };
@@ -339,17 +371,22 @@ impl Watch {
         let _ = self.exits.send(Exit { run: self.run, outcome });
     }
 
+    /// Two stats; only a log past its bound goes to the blocking pool to be rotated.
     async fn bound_logs(&self) {
-        let (dir, limit) = (self.dir.clone(), self.log_limit);
-        let done = tokio::task::spawn_blocking(move || {
-            for stream in [Stream::Stdout, Stream::Stderr] {
-                let path = dir.join(stream_file(stream));
-                if let Err(e) = rotate(&path, limit) {
-                    tracing::warn!(log = %path.display(), error = %e, "log rotation failed");
-                }
+        let limit = self.log_limit.max(1);
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let path = self.paths.log(stream);
+            if fs::metadata(&path).is_ok_and(|m| m.len() <= limit) {
+                continue;
             }
-        });
-        let _ = done.await;
+            let rotated = tokio::task::spawn_blocking({
+                let path = path.clone();
+                move || rotate(&path, limit)
+            });
+            if let Ok(Err(e)) = rotated.await {
+                tracing::warn!(log = %path.display(), error = %e, "log rotation failed");
+            }
+        }
     }
 }
 
@@ -374,11 +411,101 @@ async fn end_group(proc: Proc, grace: Duration) {
     }
 }
 
-fn stream_file(stream: Stream) -> &'static str {
-    match stream {
-        Stream::Stdout => "stdout",
-        Stream::Stderr => "stderr",
+/// Where one run's files are.
+#[derive(Debug, Clone)]
+struct Paths {
+    /// The record: `pid …` then `exit …` lines (the old layout: the `pid` file).
+    record: PathBuf,
+    /// The old layout's `exit` file; `None` in the current one (the record holds the code).
+    exit_file: Option<PathBuf>,
+    stdout: PathBuf,
+    stderr: PathBuf,
+    /// The default working directory.
+    work: PathBuf,
+}
+
+impl Paths {
+    /// The current layout: `runs/{key}.run`, `.stdout`, `.stderr` and `runs/{key}/`.
+    fn new(runs: &Path, key: &str) -> Paths {
+        Paths {
+            record: runs.join(format!("{key}.run")),
+            exit_file: None,
+            stdout: runs.join(format!("{key}.stdout")),
+            stderr: runs.join(format!("{key}.stderr")),
+            work: runs.join(key),
+        }
     }
+
+    /// The paths of a run that was started here, in whichever layout it was; `None` when
+    /// it has no record.
+    fn find(runs: &Path, run: &RunId) -> Option<Paths> {
+        let key = run.key();
+        let current = Paths::new(runs, &key);
+        if current.record.exists() {
+            return Some(current);
+        }
+        let dir = runs.join(&key);
+        dir.join("pid").exists().then(|| Paths {
+            record: dir.join("pid"),
+            exit_file: Some(dir.join("exit")),
+            stdout: dir.join("stdout"),
+            stderr: dir.join("stderr"),
+            work: dir.join("work"),
+        })
+    }
+
+    fn log(&self, stream: Stream) -> PathBuf {
+        match stream {
+            Stream::Stdout => self.stdout.clone(),
+            Stream::Stderr => self.stderr.clone(),
+        }
+    }
+
+    fn read(&self) -> Record {
+        let mut record = read_record(&self.record);
+        if let Some(f) = &self.exit_file {
+            record.exit = fs::read_to_string(f).ok().and_then(|s| s.trim().parse().ok());
+        }
+        record
+    }
+}
+
+/// The working directory the local backend gave a run that named none (`data_dir` is the
+/// server's, as [`LocalConfig::data_dir`]).
+pub fn default_work_dir(data_dir: &Path, run: &RunId) -> PathBuf {
+    let runs = data_dir.join("runs");
+    Paths::find(&runs, run).unwrap_or_else(|| Paths::new(&runs, &run.key())).work
+}
+
+/// What a run's record says so far.
+#[derive(Debug, Default)]
+struct Record {
+    pid: Option<Proc>,
+    exit: Option<i32>,
+}
+
+/// Parses `pid {pid} {start}` and `exit {code}` lines in any order (a fast job's wrapper can
+/// append its code before the server appends the pid); the old layout's pid file is the
+/// bare `{pid} {start}`. A missing file or a half-written line says nothing.
+fn read_record(path: &Path) -> Record {
+    let mut record = Record::default();
+    let Ok(text) = fs::read_to_string(path) else { return record };
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let first = words.next();
+        let (pid, start) = match first {
+            Some("exit") => {
+                record.exit = words.next().and_then(|c| c.parse().ok()).or(record.exit);
+                continue;
+            }
+            Some("pid") => (words.next(), words.next()),
+            other => (other, words.next()),
+        };
+        if let (Some(Ok(pid)), Some(Ok(start))) = (pid.map(str::parse), start.map(str::parse)) {
+            record.pid = Some(Proc { pid, start });
+        }
+    }
+    record
 }
 
 /// `path` with `suffix` appended to its file name.
@@ -388,10 +515,9 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// A fresh log file, opened for appending so it can be truncated under the writer.
+/// A log file, opened for appending so it can be truncated under the writer. The run's
+/// record was just created, so the log is new (or left empty by a start that never spawned).
 fn open_log(path: &Path) -> io::Result<File> {
-    let _ = fs::remove_file(path);
-    let _ = fs::remove_file(with_suffix(path, ".1"));
     OpenOptions::new().create(true).append(true).open(path)
 }
 
@@ -442,26 +568,6 @@ fn read_tail(path: &Path, want: u64) -> io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     f.take(want).read_to_end(&mut buf)?;
     Ok(buf)
-}
-
-/// Written to a temporary name first, so a reader never sees half of it.
-fn write_pid_file(dir: &Path, proc: Proc) -> io::Result<()> {
-    let tmp = dir.join("pid.tmp");
-    fs::write(&tmp, format!("{} {}\n", proc.pid, proc.start))?;
-    fs::rename(&tmp, dir.join("pid"))
-}
-
-fn read_pid_file(dir: &Path) -> Option<Proc> {
-    let text = fs::read_to_string(dir.join("pid")).ok()?;
-    let mut parts = text.split_whitespace();
-    let pid = parts.next()?.parse().ok()?;
-    let start = parts.next()?.parse().ok()?;
-    Some(Proc { pid, start })
-}
-
-/// The wrapper's record of the entrypoint's code; `None` while absent or half written.
-fn read_exit(dir: &Path) -> Option<i32> {
-    fs::read_to_string(dir.join("exit")).ok()?.trim().parse().ok()
 }
 
 /// What `/proc/{pid}/stat` says of a process.
@@ -595,7 +701,7 @@ mod tests {
             let exit = next_exit(&mut rx).await;
             assert_eq!((&*exit.run.job, exit.outcome), (job, Outcome::Exited(code)));
             let run = RunId { job: job.into(), run: 1 };
-            assert_eq!(read_exit(&b.run_dir(&run)), Some(code));
+            assert_eq!(b.paths(&run).read().exit, Some(code));
             b.stop(run.clone(), handle).await.expect("stopping a finished run");
             assert!(b.start(spec(job, entry)).await.is_err(), "a run starts once");
         }
@@ -627,7 +733,7 @@ mod tests {
 
         b.start(spec("k", "pwd")).await.expect("start");
         next_exit(&mut rx).await;
-        let own = fs::canonicalize(b.run_dir(&RunId { job: "k".into(), run: 1 }).join("work")).expect("own work dir");
+        let own = fs::canonicalize(b.work_dir(&RunId { job: "k".into(), run: 1 })).expect("own work dir");
         assert_eq!(stdout(&b, "k", None).await, format!("{}\n", own.display()));
 
         let mut s = spec("m", "true");
@@ -641,7 +747,7 @@ mod tests {
         let (b, mut rx) = backend(config("stop"));
         let handle = b.start(spec("j", "sleep 300 & echo $! > child.pid; wait")).await.expect("start");
         let run = RunId { job: "j".into(), run: 1 };
-        let child = pid_in(&b.run_dir(&run).join("work/child.pid")).await;
+        let child = pid_in(&b.work_dir(&run).join("child.pid")).await;
         let leader: i32 = handle.parse().expect("pid");
         assert!(pid_alive(leader) && pid_alive(child));
         b.stop(run, handle).await.expect("stop");
@@ -655,7 +761,7 @@ mod tests {
         let (b, mut rx) = backend(config("kill"));
         let handle = b.start(spec("j", r#"sh -c 'trap "" TERM; echo $$ > inner.pid; sleep 300'"#)).await.expect("start");
         let run = RunId { job: "j".into(), run: 1 };
-        let inner = pid_in(&b.run_dir(&run).join("work/inner.pid")).await;
+        let inner = pid_in(&b.work_dir(&run).join("inner.pid")).await;
         let stopped = Instant::now();
         b.stop(run, handle).await.expect("stop");
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -675,8 +781,8 @@ mod tests {
         let entry = "i=0; while [ $i -lt 15 ]; do printf '%099d\\n' $i; i=$((i+1)); done; sleep 2; \
                      while [ $i -lt 40 ]; do printf '%099d\\n' $i; i=$((i+1)); done";
         b.start(spec("j", entry)).await.expect("start");
-        let dir = b.run_dir(&RunId { job: "j".into(), run: 1 });
-        let (out, old) = (dir.join("stdout"), dir.join("stdout.1"));
+        let out = b.paths(&RunId { job: "j".into(), run: 1 }).stdout;
+        let old = with_suffix(&out, ".1");
         let size = |p: &Path| fs::metadata(p).map_or(0, |m| m.len());
         for _ in 0..30 {
             if size(&old) > 0 {
@@ -709,10 +815,38 @@ mod tests {
         assert_eq!(second.adopt(RunId { job: "nope".into(), run: 1 }, None).await, Adopted::NeverStarted);
 
         let gone = RunId { job: "gone".into(), run: 1 };
-        fs::create_dir_all(second.run_dir(&gone)).expect("run dir");
+        let record = second.paths(&gone).record;
+        fs::write(&record, "").expect("a record without a pid");
         assert_eq!(second.adopt(gone.clone(), None).await, Adopted::NeverStarted);
-        fs::write(second.run_dir(&gone).join("pid"), "999999999 1\n").expect("pid file");
+        fs::write(&record, "pid 999999999 1\n").expect("a record");
         assert!(matches!(second.adopt(gone.clone(), None).await, Adopted::Ended(Outcome::Failed(_))));
-        second.stop(gone, "999999999".into()).await.expect("stopping a vanished run");
+        second.stop(gone.clone(), "999999999".into()).await.expect("stopping a vanished run");
+        // The wrapper may append the code before the server appends the pid.
+        fs::write(&record, "exit 4\npid 999999999 1\n").expect("a record");
+        assert_eq!(second.adopt(gone, None).await, Adopted::Ended(Outcome::Exited(4)));
+    }
+
+    #[tokio::test]
+    async fn runs_of_the_old_layout_are_adopted_and_their_logs_read() {
+        let cfg = config("legacy");
+        let (b, mut rx) = backend(cfg.clone());
+        let run = RunId { job: "old".into(), run: 1 };
+        let dir = cfg.data_dir.join("runs").join(run.key());
+        fs::create_dir_all(dir.join("work")).expect("old run dir");
+        fs::write(dir.join("stdout"), "from before\n").expect("old stdout");
+        fs::write(dir.join("exit"), "3\n").expect("old exit file");
+        fs::write(dir.join("pid"), "999999999 1\n").expect("old pid file");
+        assert_eq!(b.adopt(run.clone(), None).await, Adopted::Ended(Outcome::Exited(3)));
+        assert_eq!(stdout(&b, "old", None).await, "from before\n");
+
+        let mut child = std::process::Command::new("sleep").arg("0.5").spawn().expect("sleep");
+        let pid = child.id() as i32;
+        let start = read_stat(pid).expect("its stat").start;
+        fs::remove_file(dir.join("exit")).expect("no exit yet");
+        fs::write(dir.join("pid"), format!("{pid} {start}\n")).expect("old pid file");
+        assert_eq!(b.adopt(run.clone(), None).await, Adopted::Running { handle: pid.to_string() });
+        child.wait().expect("sleep ends");
+        let exit = next_exit(&mut rx).await;
+        assert!(matches!(exit.outcome, Outcome::Failed(_)), "no exit file: {:?}", exit.outcome);
     }
 }

@@ -544,7 +544,7 @@ fn collect_outputs(row: &JobRow, settings: &Settings) -> BTreeMap<String, serde_
     }
     let dir = match &row.spec.runtime_env.working_dir {
         Some(d) => PathBuf::from(d),
-        None => settings.data_dir.join("runs").join(RunId { job: row.id.as_str().into(), run: row.runs }.key()).join("work"),
+        None => local::default_work_dir(&settings.data_dir, &RunId { job: row.id.as_str().into(), run: row.runs }),
     };
     for path in &row.spec.outputs {
         let full = dir.join(path);
