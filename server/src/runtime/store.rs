@@ -4,7 +4,7 @@
 //! (one transaction per batch) and answers the API's reads. SQL is the subset SQLite and
 //! PostgreSQL share, run through sqlx's `Any` driver.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use app::jobs::{Event, FlavorUse, Job, JobPage, JobRequest, JobState, Parallelism, Sample, StageJob, StageStatus};
@@ -190,17 +190,31 @@ const JOB_COLUMNS: &str = "id, name, submitter, stage_id, state, spec_json, queu
 
 const EVENT_COLUMNS: &str = "seq, at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json";
 
+/// Rows per multi-row `INSERT`: well under both engines' limit on bound parameters
+/// (SQLite 32,766, PostgreSQL 65,535) at 14 per job.
+const ROWS_PER_INSERT: usize = 500;
+
 /// Jobs, stages, events and samples.
 #[derive(Debug, Clone)]
 pub struct JobStore {
     db: Db,
     /// Bumped after every committed write: what live views (SSE) wait on.
     changes: Arc<watch::Sender<u64>>,
+    /// Held for each write transaction. SQLite has one writer at a time, and a second one
+    /// waits in SQLite's busy handler, which sleeps 1, 2, 5, … up to 100 ms between tries:
+    /// the admission loop's commit would often sleep behind a submission. Queued here, the
+    /// next writer starts the moment the last one commits.
+    writer: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl JobStore {
     pub fn new(db: Db) -> Self {
-        JobStore { db, changes: Arc::new(watch::channel(0).0) }
+        JobStore { db, changes: Arc::new(watch::channel(0).0), writer: Arc::default() }
+    }
+
+    /// Waits for the turn to write (see [`JobStore::writer`]).
+    async fn write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.writer.lock().await
     }
 
     /// A receiver that sees a new value after each committed write.
@@ -219,6 +233,7 @@ impl JobStore {
     /// Inserts new jobs (their labels too) and events, atomically; with `stage`, the stage row
     /// first.
     pub async fn insert(&self, stage: Option<(&str, &str, &str, i64, &Parallelism)>, jobs: &[JobRow], events: &[NewEvent]) -> Result<()> {
+        let _turn = self.write_turn().await;
         let mut tx = self.db.pool.begin().await?;
         if let Some((id, name, submitter, at_us, parallelism)) = stage {
             sqlx::query("INSERT INTO stages (id, name, submitter, created_at_us, parallelism_json) VALUES ($1, $2, $3, $4, $5)")
@@ -230,36 +245,8 @@ impl JobStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        for job in jobs {
-            let seq: i64 = sqlx::query(
-                "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
-                 submitted_at_us, enqueued_at_us, updated_at_us, runs, retries, reason) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11, 0, 0, $13) RETURNING seq",
-            )
-            .bind(&job.id)
-            .bind(&job.name)
-            .bind(&job.submitter)
-            .bind(job.stage_id.as_deref())
-            .bind(job.state.as_str())
-            .bind(serde_json::to_string(&job.spec).unwrap_or_default())
-            .bind(job.queue.as_deref())
-            .bind(job.rule_index)
-            .bind(job.config_version)
-            .bind(job.priority)
-            .bind(job.submitted_at_us)
-            .bind(job.enqueued_at_us)
-            .bind(job.reason.as_deref())
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-            for (key, value) in &job.spec.labels {
-                sqlx::query("INSERT INTO job_labels (key, value, job_seq) VALUES ($1, $2, $3)")
-                    .bind(key)
-                    .bind(value)
-                    .bind(seq)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+        for chunk in jobs.chunks(ROWS_PER_INSERT) {
+            insert_jobs(&mut tx, chunk).await?;
         }
         insert_events(&mut tx, events).await?;
         tx.commit().await?;
@@ -274,6 +261,7 @@ impl JobStore {
         if jobs.is_empty() && events.is_empty() {
             return Ok(());
         }
+        let _turn = self.write_turn().await;
         let mut tx = self.db.pool.begin().await?;
         for &(job, spec_changed) in jobs {
             if spec_changed {
@@ -441,6 +429,7 @@ impl JobStore {
         if samples.is_empty() {
             return Ok(());
         }
+        let _turn = self.write_turn().await;
         let mut tx = self.db.pool.begin().await?;
         for s in samples {
             sqlx::query("INSERT INTO resource_samples (at_us, queue, flavor, resource, used_milli, nominal_milli) VALUES ($1, $2, $3, $4, $5, $6)")
@@ -461,6 +450,7 @@ impl JobStore {
 
     /// Deletes samples older than `before_us`; returns how many.
     pub async fn prune_samples(&self, before_us: i64) -> Result<u64> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query("DELETE FROM resource_samples WHERE at_us < $1").bind(before_us).execute(&self.db.pool).await?;
         Ok(done.rows_affected())
     }
@@ -577,24 +567,102 @@ impl Sql {
     }
 }
 
+/// `($a, $b, …), ($c, $d, …)…`: `rows` tuples of `width` numbered placeholders, each
+/// followed by `tail` (literal SQL).
+fn placeholders(rows: usize, width: usize, tail: &str) -> String {
+    let mut sql = String::with_capacity(rows * (width * 5 + tail.len() + 4));
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..width {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("${}", r * width + c + 1));
+        }
+        sql.push_str(tail);
+        sql.push(')');
+    }
+    sql
+}
+
+/// New jobs in one statement, then their labels in another.
+async fn insert_jobs(tx: &mut AnyConnection, jobs: &[JobRow]) -> Result<()> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
+         submitted_at_us, enqueued_at_us, updated_at_us, reason, runs, retries) VALUES {} RETURNING id, seq",
+        placeholders(jobs.len(), 14, ", 0, 0")
+    );
+    // Only numbered placeholders are formatted in: the values are bound.
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for job in jobs {
+        query = query
+            .bind(&job.id)
+            .bind(&job.name)
+            .bind(&job.submitter)
+            .bind(job.stage_id.as_deref())
+            .bind(job.state.as_str())
+            .bind(serde_json::to_string(&job.spec).unwrap_or_default())
+            .bind(job.queue.as_deref())
+            .bind(job.rule_index)
+            .bind(job.config_version)
+            .bind(job.priority)
+            .bind(job.submitted_at_us)
+            .bind(job.enqueued_at_us)
+            .bind(job.submitted_at_us)
+            .bind(job.reason.as_deref());
+    }
+    if jobs.iter().all(|j| j.spec.labels.is_empty()) {
+        query.execute(&mut *tx).await?;
+        return Ok(());
+    }
+    // RETURNING's row order is not promised: match by id.
+    let mut seqs: HashMap<String, i64> = HashMap::with_capacity(jobs.len());
+    for row in query.fetch_all(&mut *tx).await? {
+        seqs.insert(row.try_get(0)?, row.try_get(1)?);
+    }
+    let labels: Vec<(&str, &str, i64)> = jobs
+        .iter()
+        .flat_map(|j| {
+            let seq = seqs.get(&j.id).copied().unwrap_or_default();
+            j.spec.labels.iter().map(move |(k, v)| (k.as_str(), v.as_str(), seq))
+        })
+        .collect();
+    for chunk in labels.chunks(ROWS_PER_INSERT * 4) {
+        let sql = format!("INSERT INTO job_labels (key, value, job_seq) VALUES {}", placeholders(chunk.len(), 3, ""));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for &(key, value, seq) in chunk {
+            query = query.bind(key).bind(value).bind(seq);
+        }
+        query.execute(&mut *tx).await?;
+    }
+    Ok(())
+}
+
+/// Events in as few statements as the parameter limit allows.
 async fn insert_events(tx: &mut AnyConnection, events: &[NewEvent]) -> Result<()> {
-    for e in events {
-        sqlx::query(
-            "INSERT INTO events (at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(e.at_us)
-        .bind(e.kind)
-        .bind(e.job_id.as_deref())
-        .bind(e.queue.as_deref())
-        .bind(e.flavor.as_deref())
-        .bind(e.node.as_deref())
-        .bind(e.config_version)
-        .bind(e.rule_index)
-        .bind(&e.message)
-        .bind(e.detail.as_ref().map(|d| d.to_string()))
-        .execute(&mut *tx)
-        .await?;
+    for chunk in events.chunks(ROWS_PER_INSERT) {
+        let sql = format!(
+            "INSERT INTO events (at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json) VALUES {}",
+            placeholders(chunk.len(), 10, "")
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for e in chunk {
+            query = query
+                .bind(e.at_us)
+                .bind(e.kind)
+                .bind(e.job_id.as_deref())
+                .bind(e.queue.as_deref())
+                .bind(e.flavor.as_deref())
+                .bind(e.node.as_deref())
+                .bind(e.config_version)
+                .bind(e.rule_index)
+                .bind(&e.message)
+                .bind(e.detail.as_ref().map(|d| d.to_string()));
+        }
+        query.execute(&mut *tx).await?;
     }
     Ok(())
 }
