@@ -9,8 +9,11 @@
 //! survives a restart of the server and is adopted after it.
 //!
 //! Few files, because creating an inode is most of what a start costs (ext4 scans past every
-//! recently deleted inode on each create); runs of older versions (`runs/{key}/` holding
-//! `pid`, `exit`, `stdout`, `stderr` and `work/`) are still adopted and their logs read.
+//! recently deleted inode on each create, and a directory costs several times a file). For
+//! the same reason a working directory its run left empty is not kept: it moves to
+//! `runs/.spare/` (at most [`MAX_SPARES`]) and becomes a later run's, by a rename. Runs of
+//! older versions (`runs/{key}/` holding `pid`, `exit`, `stdout`, `stderr` and `work/`) are
+//! still adopted and their logs read.
 //!
 //! Logs are bounded by rotation: every [`POLL`], a file past the limit moves its newest
 //! `limit` bytes to `{stream}.1` and starts again empty (the job holds it with `O_APPEND`).
@@ -36,6 +39,9 @@ pub const POLL: Duration = Duration::from_millis(200);
 
 /// Longest wait for a process group to vanish after SIGKILL (a process in `D` state can lag).
 const KILL_WAIT: Duration = Duration::from_secs(2);
+
+/// Most empty working directories kept for reuse.
+pub const MAX_SPARES: usize = 64;
 
 /// Runs the entrypoint in a subshell (so `exit 3` or `exec` in it still lets the code be
 /// recorded; a fork, not another exec of the shell), then appends the code to the run's
@@ -117,6 +123,7 @@ pub struct LocalBackend {
     exits: UnboundedSender<Exit>,
     /// Runs this server watches (and will send the [`Exit`] of).
     live: Arc<Mutex<HashMap<RunId, Proc>>>,
+    spares: Arc<Spares>,
 }
 
 impl LocalBackend {
@@ -125,7 +132,8 @@ impl LocalBackend {
         if let Ok(abs) = std::path::absolute(&cfg.data_dir) {
             cfg.data_dir = abs;
         }
-        Arc::new(LocalBackend { cfg, exits, live: Arc::default() })
+        let spares = Arc::new(Spares::open(cfg.data_dir.join("runs").join(".spare")));
+        Arc::new(LocalBackend { cfg, exits, live: Arc::default(), spares })
     }
 
     pub fn config(&self) -> &LocalConfig {
@@ -174,7 +182,9 @@ impl LocalBackend {
         let work = match work {
             Some(w) => w,
             None => {
-                fs::create_dir_all(&paths.work).map_err(|e| fail(&format!("creating {}", paths.work.display()), e))?;
+                if !self.spares.take(&paths.work) {
+                    fs::create_dir_all(&paths.work).map_err(|e| fail(&format!("creating {}", paths.work.display()), e))?;
+                }
                 paths.work.clone()
             }
         };
@@ -274,6 +284,7 @@ impl LocalBackend {
             log_limit: self.cfg.log_limit_bytes,
             exits: self.exits.clone(),
             live: self.live.clone(),
+            spares: self.spares.clone(),
         }
     }
 
@@ -333,6 +344,7 @@ struct Watch {
     log_limit: u64,
     exits: UnboundedSender<Exit>,
     live: Arc<Mutex<HashMap<RunId, Proc>>>,
+    spares: Arc<Spares>,
 }
 
 impl Watch {
@@ -367,6 +379,10 @@ impl Watch {
         };
         end_group(self.proc, self.grace).await;
         self.bound_logs().await;
+        // Nothing of the run is left to write into its working directory.
+        if self.paths.exit_file.is_none() && !group_exists(self.proc.pid) {
+            self.spares.recycle(&self.paths.work);
+        }
         self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.run);
         let _ = self.exits.send(Exit { run: self.run, outcome });
     }
@@ -388,6 +404,71 @@ impl Watch {
             }
         }
     }
+}
+
+/// Empty working directories of ended runs, each to become a new run's by a rename: making
+/// a directory is the dearest part of a start (see the module doc).
+#[derive(Debug)]
+struct Spares {
+    dir: PathBuf,
+    /// Mode, owner and group of a directory made here: a spare that differs (a job chmod-ed
+    /// its working directory) is not handed to another run.
+    made: Option<(u32, u32, u32)>,
+    free: Mutex<Vec<PathBuf>>,
+    /// Names spares: this server's start time, then a count.
+    stamp: u128,
+    count: std::sync::atomic::AtomicU64,
+}
+
+impl Spares {
+    /// `dir` and the empty directories already in it (from before a restart).
+    fn open(dir: PathBuf) -> Spares {
+        let _ = fs::create_dir_all(&dir);
+        let made = fs::metadata(&dir).ok().map(|m| dir_identity(&m));
+        let mut free: Vec<PathBuf> = fs::read_dir(&dir).into_iter().flatten().flatten().map(|e| e.path()).filter(|p| is_empty_dir(p)).collect();
+        free.truncate(MAX_SPARES);
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Spares { dir, made, free: Mutex::new(free), stamp, count: Default::default() }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<PathBuf>> {
+        self.free.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Moves a spare to `to`; false when there is none (or none that is still empty).
+    fn take(&self, to: &Path) -> bool {
+        while let Some(spare) = self.lock().pop() {
+            if is_empty_dir(&spare) && fs::rename(&spare, to).is_ok() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Keeps `work` as a spare if it is an empty directory as this backend makes them.
+    fn recycle(&self, work: &Path) {
+        if self.made.is_none() || self.lock().len() >= MAX_SPARES {
+            return;
+        }
+        let same = fs::symlink_metadata(work).is_ok_and(|m| m.is_dir() && Some(dir_identity(&m)) == self.made);
+        if !same || !is_empty_dir(work) {
+            return;
+        }
+        let n = self.count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let spare = self.dir.join(format!("{}-{n}", self.stamp));
+        if fs::rename(work, &spare).is_ok() {
+            self.lock().push(spare);
+        }
+    }
+}
+
+fn dir_identity(m: &fs::Metadata) -> (u32, u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    (m.mode(), m.uid(), m.gid())
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
 }
 
 /// Stops what a run left in its group after its leader ended: SIGTERM, SIGKILL after `grace`.
@@ -733,8 +814,8 @@ mod tests {
 
         b.start(spec("k", "pwd")).await.expect("start");
         next_exit(&mut rx).await;
-        let own = fs::canonicalize(b.work_dir(&RunId { job: "k".into(), run: 1 })).expect("own work dir");
-        assert_eq!(stdout(&b, "k", None).await, format!("{}\n", own.display()));
+        let runs = fs::canonicalize(b.config().data_dir.join("runs")).expect("runs dir");
+        assert_eq!(stdout(&b, "k", None).await, format!("{}\n", runs.join("k-r1").display()));
 
         let mut s = spec("m", "true");
         s.working_dir = Some("/no/such/dir".into());
@@ -797,6 +878,36 @@ mod tests {
         assert!(size(&out) <= 1000 && size(&old) <= 1000, "{} {}", size(&out), size(&old));
         assert_eq!(stdout(&b, "j", None).await, (30..40).map(line).collect::<String>());
         assert_eq!(stdout(&b, "j", Some(150)).await, format!("{}{}", &line(38)[50..], line(39)));
+    }
+
+    #[tokio::test]
+    async fn empty_working_dirs_are_reused() {
+        let (b, mut rx) = backend(config("spares"));
+        let spare_dir = b.config().data_dir.join("runs/.spare");
+        let spares = || fs::read_dir(&spare_dir).expect("spare dir").count();
+        let run = |job: &str| RunId { job: job.into(), run: 1 };
+        b.start(spec("a", "true")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert!(!b.work_dir(&run("a")).exists(), "an empty working dir is kept as a spare");
+        assert_eq!(spares(), 1);
+        b.start(spec("b", "touch kept; ls")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert_eq!(spares(), 0, "b took the spare");
+        assert_eq!(stdout(&b, "b", None).await, "kept\n", "the spare was empty");
+        assert!(b.work_dir(&run("b")).join("kept").exists(), "a working dir with files stays");
+        b.start(spec("c", "chmod 700 .")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert!(b.work_dir(&run("c")).exists(), "a working dir whose mode changed stays");
+        assert_eq!(spares(), 0);
+
+        // A restart finds the spares left before it.
+        b.start(spec("d", "true")).await.expect("start");
+        next_exit(&mut rx).await;
+        let (again, mut rx) = backend(b.config().clone());
+        again.start(spec("e", "pwd")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert_eq!(spares(), 1, "e's dir, left empty, replaced d's");
+        assert_eq!(b.adopt(run("e"), None).await, Adopted::Ended(Outcome::Exited(0)));
     }
 
     #[tokio::test]
