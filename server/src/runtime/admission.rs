@@ -147,10 +147,18 @@ pub struct Loop {
     down: HashMap<String, (u32, i64, String)>,
     /// Jobs waiting for an unavailable backend (their backoff is not a retry).
     backend_waits: HashSet<Name>,
+    /// A commit failed for good: the database may list runs as unfinished that this loop
+    /// dropped, so backends are never told to forget ended runs again (see
+    /// [`Loop::forget_ended`]).
+    diverged: bool,
+    last_forget: Option<Instant>,
 }
 
 /// Longest wait before trying an unavailable backend again.
 const BACKEND_BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// Least time between two [`Loop::forget_ended`] passes.
+const FORGET_EVERY: Duration = Duration::from_secs(5);
 
 /// Longest a change nothing waits for stays unwritten.
 const FLUSH_DELAY: Duration = Duration::from_millis(20);
@@ -238,6 +246,8 @@ impl Loop {
             next_retry: Some(0),
             down: HashMap::new(),
             backend_waits: HashSet::new(),
+            diverged: false,
+            last_forget: None,
         }
     }
 
@@ -294,7 +304,9 @@ impl Loop {
                 self.state.stages.insert(id, status.parallelism.max_concurrent);
             }
         }
-        self.commit(now, &mut batch).await;
+        if self.commit(now, &mut batch).await {
+            self.forget_ended();
+        }
         tracing::info!(jobs = self.state.jobs.len(), "admission loop recovered its jobs");
         Ok(())
     }
@@ -314,7 +326,7 @@ impl Loop {
                     None => {
                         // Shutting down: write the starts still carried.
                         let mut carry = std::mem::take(&mut self.carry);
-                        self.commit(now_us(), &mut carry).await;
+                        let _ = self.commit(now_us(), &mut carry).await;
                         return;
                     }
                 },
@@ -397,7 +409,9 @@ impl Loop {
         let due = self.flush_at.is_some_and(|t| t <= tokio::time::Instant::now());
         if !starts.is_empty() || !batch.stops.is_empty() || !batch.replies.is_empty() || due {
             let t_commit = Instant::now();
-            self.commit(now, &mut batch).await;
+            if self.commit(now, &mut batch).await {
+                self.forget_ended();
+            }
             self.flush_at = None;
             tracing::debug!(commit_us = t_commit.elapsed().as_micros() as u64, starts = starts.len(), "cycle parts");
             for (backend, run, handle) in std::mem::take(&mut batch.stops) {
@@ -874,9 +888,10 @@ impl Loop {
     /// Writes the batch's touched jobs and events; drops terminal jobs from memory; answers
     /// the commands that waited for the commit. A failed write is retried with backoff (the
     /// live state is the truth, so the same rows are written again).
-    async fn commit(&mut self, now: i64, batch: &mut Batch) {
+    /// True when everything is written (also when there was nothing to write).
+    async fn commit(&mut self, now: i64, batch: &mut Batch) -> bool {
         if batch.touched.is_empty() && batch.events.is_empty() && batch.replies.is_empty() {
-            return;
+            return true;
         }
         self.usage_dirty |= !batch.touched.is_empty();
         let mut result = Ok(());
@@ -892,6 +907,7 @@ impl Loop {
                 }
             }
         }
+        self.diverged |= result.is_err();
         for key in batch.touched.drain(..) {
             if self.state.jobs.get(&key).is_some_and(|l| l.row.state.is_terminal()) {
                 self.state.jobs.remove(&key);
@@ -908,6 +924,26 @@ impl Loop {
                 Err(e) => Err(RuntimeError::Store(e.to_string())),
             };
             let _ = reply.send(r);
+        }
+        result.is_ok()
+    }
+
+    /// Tells each backend that keeps records of ended runs which of its runs the database
+    /// lists as unfinished, so it may drop the rest. Called right after a commit, when memory
+    /// and database agree; never once a commit failed (see [`Loop::diverged`]).
+    fn forget_ended(&mut self) {
+        if self.diverged || self.last_forget.is_some_and(|t| t.elapsed() < FORGET_EVERY) {
+            return;
+        }
+        let due: Vec<_> = self.backends.iter().filter(|b| b.has_ended_runs()).cloned().collect();
+        if due.is_empty() {
+            return;
+        }
+        self.last_forget = Some(Instant::now());
+        for b in due {
+            let live: HashSet<RunId> =
+                self.state.jobs.values().filter(|l| l.row.state.holds_quota() && l.row.backend.as_deref() == Some(b.name())).map(Live::run).collect();
+            b.forget_ended(&live);
         }
     }
 
