@@ -12,12 +12,14 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 BERTH_ADDR ?= 127.0.0.1:3000
 BERTH_DATABASE_URL ?= sqlite://data/berth.db
+# Anonymous local mode (no sign-in) on loopback; `make run BERTH_ACCESS=` to require tokens.
+BERTH_ACCESS ?= --anonymous
 
 .PHONY: run test build site server deps-run deps-test unit e2e bench release clean-site
 
 ## run: install what is missing, build, serve on http://$(BERTH_ADDR) with SQLite
 run: deps-run build
-	BERTH_SITE_ROOT=$(SITE) $(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL)
+	BERTH_SITE_ROOT=$(SITE) $(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS)
 
 ## test: unit + integration (SQLite, PostgreSQL, a real Ray head) + browser tests in headless Chromium
 test: deps-test build

@@ -38,7 +38,7 @@ pub fn JobsPage() -> impl IntoView {
     view! {
         <header class="page-head">
             <h1>"Jobs"</h1>
-            <div class="head-actions"><LiveBadge/><a class="button primary" href="/jobs/new">"Submit a job"</a></div>
+            <div class="head-actions"><LiveBadge/>{super::session::can(crate::auth::Role::Submitter).then(|| view! { <a class="button primary" href="/jobs/new">"Submit a job"</a> })}</div>
         </header>
         <section class="card">
             <Form method="GET" action="/jobs" attr:class="filters" attr:data-testid="job-filters">

@@ -18,7 +18,7 @@ use serde_json::json;
 
 use super::body::{Params, RawBody};
 use super::error::ApiError;
-use super::identity::Identity;
+use crate::auth::Caller;
 use crate::runtime::backend::Stream;
 use crate::runtime::store::{time_of, EventFilter, HistoryQuery, JobFilter};
 use crate::runtime::{now_us, RuntimeError, MAX_PAGE};
@@ -51,7 +51,7 @@ pub fn mlumina_routes() -> Router<AppState> {
 }
 
 /// A JSON body decoded into `T`; errors name the field (`resources.cpu: invalid type…`).
-fn decode<T: DeserializeOwned>(body: &RawBody) -> Result<T, ApiError> {
+pub(super) fn decode<T: DeserializeOwned>(body: &RawBody) -> Result<T, ApiError> {
     let text = body.text()?;
     if text.trim().is_empty() {
         return Err(ApiError::bad_request("request body is empty; expected a JSON object"));
@@ -68,9 +68,9 @@ fn decode<T: DeserializeOwned>(body: &RawBody) -> Result<T, ApiError> {
     })
 }
 
-async fn submit(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+async fn submit(State(state): State<AppState>, caller: Caller, body: RawBody) -> Result<Response, ApiError> {
     let req: JobRequest = decode(&body)?;
-    let job = state.runtime.submit(req, &user).await?;
+    let job = state.runtime.submit(req, &caller).await?;
     Ok((StatusCode::CREATED, Json(job)).into_response())
 }
 
@@ -153,13 +153,13 @@ async fn get_job(State(state): State<AppState>, Path(id): Path<String>) -> Resul
     Ok(Json(state.runtime.job(&id).await?).into_response())
 }
 
-async fn cancel(State(state): State<AppState>, Identity(user): Identity, Path(id): Path<String>) -> Result<Response, ApiError> {
-    Ok(Json(state.runtime.cancel(&id, &user).await?).into_response())
+async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+    Ok(Json(state.runtime.cancel(&id, &caller).await?).into_response())
 }
 
-async fn set_priority(State(state): State<AppState>, Identity(user): Identity, Path(id): Path<String>, body: RawBody) -> Result<Response, ApiError> {
+async fn set_priority(State(state): State<AppState>, caller: Caller, Path(id): Path<String>, body: RawBody) -> Result<Response, ApiError> {
     let change: PriorityChange = decode(&body)?;
-    Ok(Json(state.runtime.set_priority(&id, change.priority, &user).await?).into_response())
+    Ok(Json(state.runtime.set_priority(&id, change.priority, &caller).await?).into_response())
 }
 
 /// Most bytes one logs response returns.
@@ -239,9 +239,9 @@ pub(crate) fn last_lines(bytes: &[u8], n: usize) -> &[u8] {
     bytes
 }
 
-async fn submit_stage(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+async fn submit_stage(State(state): State<AppState>, caller: Caller, body: RawBody) -> Result<Response, ApiError> {
     let req: StageRequest = decode(&body)?;
-    Ok((StatusCode::CREATED, Json(state.runtime.submit_stage(req, &user).await?)).into_response())
+    Ok((StatusCode::CREATED, Json(state.runtime.submit_stage(req, &caller).await?)).into_response())
 }
 
 async fn get_stage(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
@@ -347,7 +347,7 @@ struct TaskData {
     timeout: i64,
 }
 
-async fn add_task(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+async fn add_task(State(state): State<AppState>, caller: Caller, body: RawBody) -> Result<Response, ApiError> {
     let task: TaskData = decode(&body)?;
     if !(0..=9).contains(&task.priority) {
         return Err(invalid(format!("priority: must be 0..9, got {}", task.priority)));
@@ -372,7 +372,7 @@ async fn add_task(State(state): State<AppState>, Identity(user): Identity, body:
         timeout_s: task.timeout as u64,
         ..Default::default()
     };
-    let job = state.runtime.submit(req, &user).await?;
+    let job = state.runtime.submit(req, &caller).await?;
     Ok(Json(json!({ "task_id": job.id, "status": "queued", "queue": job.queue, "priority": job.priority })).into_response())
 }
 
@@ -400,19 +400,19 @@ fn task_ref(body: &RawBody, params: &Params) -> Result<(String, Option<i64>), Ap
     Ok((id, r.priority))
 }
 
-async fn change_task_priority(State(state): State<AppState>, Identity(user): Identity, params: Params, body: RawBody) -> Result<Response, ApiError> {
+async fn change_task_priority(State(state): State<AppState>, caller: Caller, params: Params, body: RawBody) -> Result<Response, ApiError> {
     let (id, priority) = task_ref(&body, &params)?;
     let priority = priority.ok_or_else(|| ApiError::bad_request("priority: required"))?;
     if !(0..=9).contains(&priority) {
         return Err(invalid(format!("priority: must be 0..9, got {priority}")));
     }
-    let job = state.runtime.set_priority(&id, priority, &user).await?;
+    let job = state.runtime.set_priority(&id, priority, &caller).await?;
     Ok(Json(json!({ "task_id": job.id, "priority": job.priority })).into_response())
 }
 
-async fn cancel_task(State(state): State<AppState>, Identity(user): Identity, params: Params, body: RawBody) -> Result<Response, ApiError> {
+async fn cancel_task(State(state): State<AppState>, caller: Caller, params: Params, body: RawBody) -> Result<Response, ApiError> {
     let (id, _) = task_ref(&body, &params)?;
-    let job = state.runtime.cancel(&id, &user).await?;
+    let job = state.runtime.cancel(&id, &caller).await?;
     Ok(Json(json!({ "task_id": job.id, "status": job.state })).into_response())
 }
 
