@@ -7,6 +7,7 @@ pub mod config;
 pub mod error;
 pub mod identity;
 pub mod jobs;
+pub mod openapi;
 pub mod preview;
 pub mod stream;
 
@@ -30,6 +31,7 @@ pub fn api_router(state: AppState) -> Router {
         .nest("/scheduler/config", config::routes())
         .merge(jobs::routes())
         .merge(stream::routes())
+        .merge(openapi::routes())
         .fallback(|| async { ApiError::not_found("no such API endpoint") });
     Router::new()
         .nest("/api/v1", v1)
