@@ -244,6 +244,10 @@ async fn bad_input_gets_clear_client_errors(backend: Backend) {
         (format!("{API}/versions?cursor=xyz"), 400, "bad_request"),
         (format!("{API}/diff?from=1&to=42"), 404, "not_found"),
         ("/api/v1/nothing-here".to_string(), 404, "not_found"),
+        // A path parameter that is not UTF-8 gets the JSON error too, not axum's plain text.
+        (format!("{API}/versions/%FF"), 400, "bad_request"),
+        ("/api/v1/jobs/%FF".to_string(), 400, "bad_request"),
+        ("/api/v1/queues/%C3%28".to_string(), 400, "bad_request"),
     ];
     for (path, want, code) in cases {
         let (status, body) = app.get(&path).await;

@@ -1,10 +1,10 @@
-//! Request bodies and query strings read by hand, so that every malformed input gets a JSON
+//! Request bodies, query strings and path parameters read by hand, so that every malformed input gets a JSON
 //! error naming the field, and YAML and JSON are both accepted and returned.
 
 use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
@@ -78,6 +78,21 @@ impl Params {
 /// Parses `raw` as an integer for the field `name`, or a 400 naming it.
 pub fn parse_i64(name: &str, raw: &str) -> Result<i64, ApiError> {
     raw.trim().parse().map_err(|_| ApiError::bad_request(format!("{name}: `{raw}` is not an integer")))
+}
+
+/// The one parameter of a route's path as text; one that is not UTF-8 once decoded is a JSON
+/// 400 like every other error (axum's own rejection is plain text).
+pub struct PathText(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathText {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(text)) => Ok(PathText(text)),
+            Err(rejection) => Err(ApiError::bad_request(rejection.body_text())),
+        }
+    }
 }
 
 /// Whether the client sent YAML (by Content-Type).
