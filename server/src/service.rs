@@ -65,6 +65,12 @@ impl ConfigService {
 
     /// Validates and stores `config` as the new active version.
     pub async fn apply(&self, config: &SchedulerConfig, meta: &ApplyMeta) -> Result<ApplyResponse, ServiceError> {
+        // PostgreSQL cannot store a NUL character (the validator refuses one in the config).
+        for (field, text) in [("creator", Some(meta.creator_id.as_str())), ("message", meta.message.as_deref())] {
+            if text.is_some_and(|t| t.contains('\0')) {
+                return Err(ServiceError::BadRequest(format!("{field}: must not contain a NUL character")));
+            }
+        }
         let report = validate(config);
         if report.has_errors() {
             return Err(ServiceError::Invalid(report));

@@ -50,14 +50,15 @@ fn failed(e: RuntimeError) -> String {
 
 /// A URL query string as the REST handlers' parameters.
 fn params(query: &str) -> Result<Params, String> {
-    serde_urlencoded::from_str(query).map(Params).map_err(|e| format!("malformed query: {e}"))
+    Params::parse(query).map_err(|e| e.message)
 }
 
 /// Who acts from the dashboard until sign-in exists: the name typed in, or `dashboard`.
 fn actor(by: &str) -> String {
     match by.trim() {
         "" => "dashboard".into(),
-        name => name.chars().take(128).collect(),
+        // No NUL: PostgreSQL cannot store one (the name goes into event messages).
+        name => name.chars().filter(|c| *c != '\0').take(128).collect(),
     }
 }
 

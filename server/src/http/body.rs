@@ -54,16 +54,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        let query = parts.uri.query().unwrap_or("");
-        serde_urlencoded_map(query).map(Params)
+        Params::parse(parts.uri.query().unwrap_or(""))
     }
 }
 
-fn serde_urlencoded_map(query: &str) -> Result<HashMap<String, String>, ApiError> {
-    serde_urlencoded::from_str(query).map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))
-}
-
 impl Params {
+    /// Parses a query string. A NUL character in a name or value is a 400 too: PostgreSQL
+    /// can neither store nor compare one.
+    pub fn parse(query: &str) -> Result<Params, ApiError> {
+        let map: HashMap<String, String> =
+            serde_urlencoded::from_str(query).map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))?;
+        if let Some(name) = map.iter().find(|(k, v)| k.contains('\0') || v.contains('\0')).map(|(k, _)| k) {
+            return Err(ApiError::bad_request(format!("{}: must not contain a NUL character", name.replace('\0', "\\0"))));
+        }
+        Ok(Params(map))
+    }
+
     /// The parameter `name` as text.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
@@ -81,7 +87,7 @@ pub fn parse_i64(name: &str, raw: &str) -> Result<i64, ApiError> {
 }
 
 /// The one parameter of a route's path as text; one that is not UTF-8 once decoded is a JSON
-/// 400 like every other error (axum's own rejection is plain text).
+/// 400 like every other error (axum's own rejection is plain text), and so is a NUL character.
 pub struct PathText(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for PathText {
@@ -89,6 +95,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PathText {
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(text)) if text.contains('\0') => Err(ApiError::bad_request("path: must not contain a NUL character")),
             Ok(Path(text)) => Ok(PathText(text)),
             Err(rejection) => Err(ApiError::bad_request(rejection.body_text())),
         }
