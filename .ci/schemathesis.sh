@@ -20,7 +20,7 @@ install() {
   if "$ST_VENV/bin/python" -c "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$ST_VERSION')" 2>/dev/null; then
     return
   fi
-  say "creating $ST_VENV with schemathesis==$ST_VERSION (about 20 s)"
+  say "creating $ST_VENV with schemathesis==$ST_VERSION (about 30 s)"
   rm -rf "$ST_VENV"
   python3 -m venv "$ST_VENV"
   "$ST_VENV/bin/pip" install -q "schemathesis==$ST_VERSION" >&2
