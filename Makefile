@@ -21,13 +21,15 @@ BERTH_ACCESS ?= --anonymous
 run: deps-run build
 	BERTH_SITE_ROOT=$(SITE) $(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS)
 
-## test: unit + integration (SQLite, PostgreSQL, a real Ray head) + browser tests in headless Chromium
+## test: unit + integration (SQLite, PostgreSQL, a real Ray head) + schemathesis against the OpenAPI
+## document + browser tests in headless Chromium
 test: deps-test build
 	@start=$$(date +%s); \
 	export BERTH_TEST_PG_URL=$$(.ci/pg.sh start); \
 	BERTH_TEST_RAY_URL=$$(.ci/ray.sh start) || exit 1; export BERTH_TEST_RAY_URL; \
 	trap '.ci/ray.sh stop' EXIT; \
 	cargo test --workspace --exclude berth-frontend && \
+	BERTH_BIN=$(BIN) .ci/schemathesis.sh && \
 	$(MAKE) --no-print-directory e2e && \
 	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
 

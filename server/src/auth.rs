@@ -326,6 +326,11 @@ impl Auth {
     /// Revokes token `id` at once: its next request is refused and its sessions end.
     pub async fn revoke(&self, caller: &Caller, id: &str) -> Result<TokenInfo, AuthError> {
         caller.require(Role::Admin, "revoking tokens")?;
+        if caller.token_id.as_deref() == Some(id) {
+            return Err(AuthError::Invalid(format!(
+                "token {id} is the one this request is signed in with; revoke it with another admin token so nobody locks themselves out"
+            )));
+        }
         let mut tx = self.db.pool.begin().await?;
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "UPDATE tokens SET revoked_at_us = COALESCE(revoked_at_us, $1), revoked_by = COALESCE(revoked_by, $2) WHERE id = $3 RETURNING {TOKEN_COLUMNS}"

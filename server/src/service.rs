@@ -78,6 +78,10 @@ impl ConfigService {
     }
 
     async fn store_version(&self, config: &SchedulerConfig, meta: &ApplyMeta) -> Result<ApplyResponse, ServiceError> {
+        // PostgreSQL cannot store a NUL character (the validator refuses one in the config).
+        if meta.message.as_deref().is_some_and(|t| t.contains('\0')) {
+            return Err(ServiceError::BadRequest("message: must not contain a NUL character".into()));
+        }
         let report = validate(config);
         if report.has_errors() {
             return Err(ServiceError::Invalid(report));

@@ -64,7 +64,7 @@ fn refused(e: AuthError) -> String {
 
 /// A URL query string as the REST handlers' parameters.
 fn params(query: &str) -> Result<Params, String> {
-    serde_urlencoded::from_str(query).map(Params).map_err(|e| format!("malformed query: {e}"))
+    Params::parse(query).map_err(|e| e.message)
 }
 
 /// The signed-in caller of the request being served, as the auth middleware found it.

@@ -223,6 +223,13 @@ async fn revocation_takes_effect_at_once(backend: Backend) {
     assert!(r.headers().get("set-cookie").is_none());
     let a = s.call("POST", "/api/v1/tokens/t-nope/revoke", Some(ADMIN), None).await;
     assert_eq!(a.status, 404);
+    // Nobody locks themselves out: a token cannot revoke itself.
+    let tokens = s.call("GET", "/api/v1/tokens", Some(ADMIN), None).await.body;
+    let own = tokens.as_array().unwrap().iter().find(|t| t["label"] == "bootstrap").unwrap()["id"].as_str().unwrap().to_string();
+    let a = s.call("POST", &format!("/api/v1/tokens/{own}/revoke"), Some(ADMIN), None).await;
+    assert_eq!(a.status, 422, "{}", a.body);
+    assert!(a.body["error"]["message"].as_str().unwrap().contains("another admin token"));
+    assert_eq!(s.call("GET", "/api/v1/whoami", Some(ADMIN), None).await.status, 200);
 }
 
 async fn session_changes_need_the_dashboards_origin(backend: Backend) {

@@ -39,7 +39,9 @@ pub fn routes() -> Router<AppState> {
 
 /// The dashboard's sign-in and sign-out form targets, at the root.
 pub fn session_routes() -> Router<AppState> {
-    Router::new().route("/auth/signin", post(sign_in)).route("/auth/signout", post(sign_out))
+    Router::new()
+        .route("/auth/signin", post(sign_in))
+        .route("/auth/signout", post(sign_out))
 }
 
 /// The nonce of this request's Content-Security-Policy, for the dashboard's inline scripts.
@@ -225,8 +227,9 @@ async fn sign_in(State(state): State<AppState>, req: Request) -> Response {
     let from = req.extensions().get::<ConnectInfo<SocketAddr>>().map(|c| c.0.ip());
     let over_tls = over_tls(&state, req.headers());
     if let Some(wait) = state.auth.signin_blocked(from) {
-        let body = format!("Too many failed sign-ins from this address; try again in {} s.", wait.as_secs() + 1);
-        return (StatusCode::TOO_MANY_REQUESTS, [(RETRY_AFTER, (wait.as_secs() + 1).to_string())], body).into_response();
+        let secs = wait.as_secs() + 1;
+        let e = ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", format!("too many failed sign-ins from this address; try again in {secs} s"));
+        return ([(RETRY_AFTER, secs.to_string())], e).into_response();
     }
     let bytes = match axum::body::to_bytes(req.into_body(), 16 * 1024).await {
         Ok(b) => b,

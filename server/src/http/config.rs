@@ -10,7 +10,7 @@ use app::config::parse::{from_json_value, parse, parse_auto, Format};
 use app::config::validate::validate;
 use app::config::yaml::to_canonical_yaml;
 use app::config::{Report, SchedulerConfig};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,7 +18,7 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::body::{parse_i64, respond, sent_yaml, wants_yaml, Params, RawBody};
+use super::body::{parse_i64, respond, sent_yaml, wants_yaml, Params, PathText, RawBody};
 use super::error::ApiError;
 use crate::auth::Caller;
 use crate::service::ServiceError;
@@ -42,7 +42,7 @@ async fn get_config(State(state): State<AppState>, headers: HeaderMap, params: P
     version_response(&state, version, &headers, &params).await
 }
 
-async fn get_version(State(state): State<AppState>, Path(raw): Path<String>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
+async fn get_version(State(state): State<AppState>, PathText(raw): PathText, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
     let version = parse_i64("version", &raw)?;
     version_response(&state, Some(version), &headers, &params).await
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use app::jobs::{History, JobRequest, JobState, PriorityChange, StageRequest};
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::body::{Params, RawBody};
+use super::body::{Params, PathText, RawBody};
 use super::error::ApiError;
 use crate::auth::Caller;
 use crate::runtime::backend::Stream;
@@ -149,15 +149,15 @@ pub fn parse_duration(raw: &str) -> Option<Duration> {
     (secs.is_finite() && (0.0..=1e10).contains(&secs)).then(|| Duration::from_secs_f64(secs))
 }
 
-async fn get_job(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn get_job(State(state): State<AppState>, PathText(id): PathText) -> Result<Response, ApiError> {
     Ok(Json(state.runtime.job(&id).await?).into_response())
 }
 
-async fn cancel(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn cancel(State(state): State<AppState>, caller: Caller, PathText(id): PathText) -> Result<Response, ApiError> {
     Ok(Json(state.runtime.cancel(&id, &caller).await?).into_response())
 }
 
-async fn set_priority(State(state): State<AppState>, caller: Caller, Path(id): Path<String>, body: RawBody) -> Result<Response, ApiError> {
+async fn set_priority(State(state): State<AppState>, caller: Caller, PathText(id): PathText, body: RawBody) -> Result<Response, ApiError> {
     let change: PriorityChange = decode(&body)?;
     Ok(Json(state.runtime.set_priority(&id, change.priority, &caller).await?).into_response())
 }
@@ -167,7 +167,7 @@ pub(crate) const MAX_LOG: u64 = 16 * 1024 * 1024;
 
 /// `?stream=stdout|stderr&tail=LINES&follow=true`: plain text; with `follow`, the body stays
 /// open and grows until the job ends.
-async fn logs(State(state): State<AppState>, Path(id): Path<String>, params: Params) -> Result<Response, ApiError> {
+async fn logs(State(state): State<AppState>, PathText(id): PathText, params: Params) -> Result<Response, ApiError> {
     let stream = match params.get("stream").unwrap_or("stdout") {
         "stdout" => Stream::Stdout,
         "stderr" => Stream::Stderr,
@@ -244,11 +244,11 @@ async fn submit_stage(State(state): State<AppState>, caller: Caller, body: RawBo
     Ok((StatusCode::CREATED, Json(state.runtime.submit_stage(req, &caller).await?)).into_response())
 }
 
-async fn get_stage(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn get_stage(State(state): State<AppState>, PathText(id): PathText) -> Result<Response, ApiError> {
     Ok(Json(state.runtime.stage(&id).await?).into_response())
 }
 
-async fn stage_results(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn stage_results(State(state): State<AppState>, PathText(id): PathText) -> Result<Response, ApiError> {
     Ok(Json(state.runtime.stage_results(&id).await?).into_response())
 }
 
@@ -256,7 +256,7 @@ async fn queues(State(state): State<AppState>) -> Result<Response, ApiError> {
     Ok(Json(json!({ "queues": state.runtime.queues(None).await? })).into_response())
 }
 
-async fn queue(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+async fn queue(State(state): State<AppState>, PathText(name): PathText) -> Result<Response, ApiError> {
     let mut views = state.runtime.queues(Some(name.clone())).await.map_err(|e| match e {
         RuntimeError::Invalid(_) => ApiError::not_found(format!("queue `{name}` is not in the active config")),
         other => other.into(),

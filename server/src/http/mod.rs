@@ -8,6 +8,7 @@ pub mod config;
 pub mod error;
 pub mod identity;
 pub mod jobs;
+pub mod openapi;
 pub mod preview;
 pub mod stream;
 
@@ -27,12 +28,13 @@ use error::ApiError;
 
 /// The REST API, the sign-in form targets and health checks, without the dashboard (and
 /// without authentication: [`router`] puts it in front of everything).
-fn api_routes(state: AppState) -> Router {
+pub(crate) fn api_routes(state: AppState) -> Router {
     let v1 = Router::new()
         .nest("/scheduler/config", config::routes())
         .merge(jobs::routes())
         .merge(auth::routes())
         .merge(stream::routes())
+        .merge(openapi::routes())
         .fallback(|| async { ApiError::not_found("no such API endpoint") });
     Router::new()
         .nest("/api/v1", v1)

@@ -249,6 +249,9 @@ impl Runtime {
         if req.name.trim().is_empty() {
             return Err(RuntimeError::Invalid("name: must not be empty".into()));
         }
+        if req.name.contains('\0') {
+            return Err(RuntimeError::Invalid("name: must not contain a NUL character".into()));
+        }
         if req.jobs.is_empty() {
             return Err(RuntimeError::Invalid("jobs: a stage needs at least one job".into()));
         }
