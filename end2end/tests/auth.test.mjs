@@ -101,6 +101,10 @@ test('a submitter cancels its own job from the dashboard (same-origin, so CSRF c
   const job = await submitJob(server.url, { name: 'mine', entrypoint: 'true', resources: { cpu: 1 } }, tokens.ann);
   const page = await chrome.newPage();
   await signIn(page, tokens.ann, `/jobs/${job.id}`);
+  // Say what the page showed if the button never comes.
+  await page.waitForSelector('[data-testid=cancel]', { timeout: 20_000 }).catch(async (e) => {
+    throw new Error(`${e.message}\nat ${page.url()}, errors ${JSON.stringify(page.errors)}:\n${await page.textContent('body')}`);
+  });
   await page.click('[data-testid=cancel]');
   await page.click('[data-testid=confirm-cancel]');
   await eventually(async () => (await getJson(server.url, `/api/v1/jobs/${job.id}`, ADMIN_TOKEN)).state === 'cancelled', { what: 'cancelled' });

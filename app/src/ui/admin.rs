@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 use super::session::me;
 use super::server_fns::{create_token, list_audit, list_tokens, revoke_token};
 use super::jobs_list::options;
-use super::widgets::{ErrorBox, Loading, LocalTime};
+use super::widgets::{ErrorBox, Loading, LocalTime, Pager};
 use crate::auth::{AuditPage, CreatedToken, Role, TokenInfo, AUDIT_ACTIONS};
 
 /// The sign-in form: paste an API token. A plain form posted to `/auth/signin`, so it works
@@ -317,13 +317,7 @@ fn AuditTable(page: AuditPage, first: bool, action: String, actor: String) -> im
                 <tbody>{rows}</tbody>
             </table>
         </div>
-        <nav class="pager" aria-label="Pages">
-            <span class="hint">"Newest first."</span>
-            <span class="pager-links">
-                {(!first).then(|| view! { <a class="button" href=format!("/admin/audit?{keep}")>"← Newest"</a> })}
-                {older.map(|href| view! { <a class="button" data-testid="older" href=href>"Older →"</a> })}
-            </span>
-        </nav>
+        <Pager note="Newest first." newest=(!first).then(|| format!("/admin/audit?{keep}")) older/>
     }
     .into_any()
 }
