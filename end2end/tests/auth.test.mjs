@@ -37,10 +37,16 @@ after(async () => {
 async function signIn(page, token, next = '/') {
   await page.goto(`${server.url}${next}`);
   await page.waitForURL(/\/signin\?next=/);
+  // Type only once the page is interactive, so hydration cannot reset the field.
+  await hydrated(page);
   await page.fill('#signin-token', token);
   await page.click('button[type=submit]');
-  await page.waitForURL((u) => !u.pathname.startsWith('/signin'));
+  await page.waitForURL(`${server.url}${next}`, { waitUntil: 'commit' });
   await hydrated(page);
+  const menu = await page.textContent('[data-testid=user-menu]');
+  if (!/Sign out/.test(menu)) {
+    throw new Error(`not signed in after the form: menu "${menu}" at ${page.url()}; errors ${JSON.stringify(page.errors)}\n${await page.content()}`);
+  }
 }
 
 test('a wrong token is refused at the sign-in page, a right one opens the page asked for', async () => {
@@ -53,9 +59,10 @@ test('a wrong token is refused at the sign-in page, a right one opens the page a
   await page.click('button[type=submit]');
   await page.waitForSelector('[data-testid=signin-error]');
   assert.match(await page.textContent('[data-testid=signin-error]'), /not valid/);
+  await hydrated(page);
   await page.fill('#signin-token', tokens.ann);
   await page.click('button[type=submit]');
-  await page.waitForURL(`${server.url}/jobs`);
+  await page.waitForURL(`${server.url}/jobs`, { waitUntil: 'commit' });
   await hydrated(page);
   assert.match(await page.textContent('[data-testid=user-menu]'), /ann\s*submitter/);
   const cookies = await page.context().cookies();
