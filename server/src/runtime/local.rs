@@ -262,6 +262,7 @@ impl Backend for LocalBackend {
             backend: self.cfg.name.as_str().into(),
             labels: self.cfg.labels.clone(),
             capacity: self.cfg.capacity.clone(),
+            used_outside: Resources::default(),
         }]
     }
 

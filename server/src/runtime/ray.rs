@@ -521,7 +521,7 @@ fn parse_nodes(backend: &str, body: &Value) -> Vec<Node> {
                 }
             }
             let short: String = ray_id.chars().take(12).collect();
-            Some(Node { id: format!("{backend}:{short}").into(), backend: backend.into(), labels, capacity: Resources::new(capacity) })
+            Some(Node { id: format!("{backend}:{short}").into(), backend: backend.into(), labels, capacity: Resources::new(capacity), used_outside: Resources::default() })
         })
         .collect();
     nodes.sort_by(|a, b| a.id.cmp(&b.id));
