@@ -229,16 +229,16 @@ impl Loop {
             if !holding {
                 continue;
             }
-            let (backend_name, handle, run) = {
+            let (backend_name, handle, spec) = {
                 let l = &self.state.jobs[&key];
-                (l.row.backend.clone().unwrap_or_default(), l.row.handle.clone(), l.run())
+                (l.row.backend.clone().unwrap_or_default(), l.row.handle.clone(), self.start_spec(l))
             };
             let Some(backend) = self.backends.get(&backend_name).cloned() else {
                 let reason = format!("backend `{backend_name}` is not configured any more");
                 self.end_run(&key, Outcome::Failed(reason), now, &mut batch);
                 continue;
             };
-            match backend.adopt(run, handle).await {
+            match backend.adopt(spec, handle).await {
                 Adopted::Running { handle } => {
                     let live = self.state.jobs.get_mut(&key).expect("inserted above");
                     if live.row.state == JobState::Admitted {
