@@ -97,6 +97,7 @@ fn nodes() -> Vec<Node> {
                 backend: "local".into(),
                 labels,
                 capacity: if gpu { Resources::units(&[("cpu", 96), ("gpu", 8)]) } else { Resources::units(&[("cpu", 64)]) },
+                used_outside: Resources::default(),
             }
         })
         .collect()

@@ -193,8 +193,9 @@ pub struct ServeArgs {
     /// Most runs admitted or running at once on each Ray cluster.
     #[arg(long, default_value_t = 20)]
     pub ray_max_in_flight: usize,
-    /// How often each running Ray job's status is read, in milliseconds.
-    #[arg(long, default_value_t = 500)]
+    /// How often each running Ray job's status is read, in milliseconds (less often when
+    /// that would pass 50 requests a second to the cluster).
+    #[arg(long, default_value_t = 100)]
     pub ray_poll_ms: u64,
     /// Period of the admission loop's tick (timeouts, retry backoff), in milliseconds.
     #[arg(long, default_value_t = 500)]

@@ -268,6 +268,7 @@ impl Backend for LocalBackend {
             backend: self.cfg.name.as_str().into(),
             labels: self.cfg.labels.clone(),
             capacity: self.cfg.capacity.clone(),
+            used_outside: Resources::default(),
         }]
     }
 
@@ -280,7 +281,8 @@ impl Backend for LocalBackend {
         Box::pin(async move { self.stop_run(&run) })
     }
 
-    fn adopt(&self, run: RunId, _handle: Option<String>) -> BoxFuture<'_, Adopted> {
+    fn adopt(&self, spec: StartSpec, _handle: Option<String>) -> BoxFuture<'_, Adopted> {
+        let run = spec.run;
         Box::pin(async move { self.adopt_run(run) })
     }
 
@@ -708,17 +710,17 @@ mod tests {
 
         let (second, mut rx) = backend(cfg);
         let run = RunId { job: "j".into(), run: 1 };
-        assert_eq!(second.adopt(run.clone(), Some(handle.clone())).await, Adopted::Running { handle });
+        assert_eq!(second.adopt(spec("j", ""), Some(handle.clone())).await, Adopted::Running { handle });
         let exit = next_exit(&mut rx).await;
         assert_eq!((exit.run, exit.outcome), (run.clone(), Outcome::Exited(7)));
-        assert_eq!(second.adopt(run, None).await, Adopted::Ended(Outcome::Exited(7)));
-        assert_eq!(second.adopt(RunId { job: "nope".into(), run: 1 }, None).await, Adopted::NeverStarted);
+        assert_eq!(second.adopt(spec("j", ""), None).await, Adopted::Ended(Outcome::Exited(7)));
+        assert_eq!(second.adopt(spec("nope", ""), None).await, Adopted::NeverStarted);
 
         let gone = RunId { job: "gone".into(), run: 1 };
         fs::create_dir_all(second.run_dir(&gone)).expect("run dir");
-        assert_eq!(second.adopt(gone.clone(), None).await, Adopted::NeverStarted);
+        assert_eq!(second.adopt(spec("gone", ""), None).await, Adopted::NeverStarted);
         fs::write(second.run_dir(&gone).join("pid"), "999999999 1\n").expect("pid file");
-        assert!(matches!(second.adopt(gone.clone(), None).await, Adopted::Ended(Outcome::Failed(_))));
+        assert!(matches!(second.adopt(spec("gone", ""), None).await, Adopted::Ended(Outcome::Failed(_))));
         second.stop(gone, "999999999".into()).await.expect("stopping a vanished run");
     }
 }

@@ -12,7 +12,7 @@ pub mod ray;
 pub mod request;
 pub mod store;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{BuildHasher, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use app::auth::Role;
 use app::jobs::{
-    EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, QueuedJob, QuotaUsage, RunningEntry, Sample,
+    EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, QueuedJob, QuotaUsage, ReportedUse, RunningEntry, Sample,
     StageCreated, StageRejection, StageRequest, StageResults, StageStatus,
 };
 use tokio::sync::{mpsc, oneshot};
@@ -462,17 +462,25 @@ impl Runtime {
         Ok(views)
     }
 
-    /// Every node with its free capacity and the flavors that select it.
+    /// Every node with its free capacity, the flavors that select it, and what its backend
+    /// reports in use there.
     pub async fn nodes(&self) -> Result<Vec<NodeView>, RuntimeError> {
-        self.ask(|s| {
+        let reported: HashMap<String, backend::Reported> =
+            self.backends.iter().filter_map(|b| Some((b.name().to_string(), b.reported()?))).collect();
+        let amounts = |r: &engine::Resources| r.iter().map(|(k, v)| (k.to_string(), v.as_f64())).collect::<BTreeMap<_, _>>();
+        self.ask(move |s| {
             s.nodes
                 .iter()
                 .map(|n| NodeView {
                     id: n.id.to_string(),
                     backend: n.backend.to_string(),
                     labels: n.labels.clone(),
-                    capacity: n.capacity.iter().map(|(k, v)| (k.to_string(), v.as_f64())).collect(),
+                    capacity: amounts(&n.capacity),
                     free: admission::free_on(s, n).iter().map(|(k, v)| (k.to_string(), v.as_f64())).collect(),
+                    used_outside: amounts(&n.used_outside),
+                    reported: reported.get(&*n.backend).and_then(|r| {
+                        Some(ReportedUse { at: store::time_of(r.at_us), used: amounts(r.used.get(&n.id)?) })
+                    }),
                     flavors: s
                         .compiled
                         .flavors
