@@ -313,10 +313,26 @@ pub struct NodeView {
     pub backend: String,
     pub labels: BTreeMap<String, String>,
     pub capacity: BTreeMap<String, f64>,
-    /// Capacity minus what admitted and running jobs hold.
+    /// Capacity minus what admitted and running jobs hold and what `used_outside` takes.
     pub free: BTreeMap<String, f64>,
     /// Flavors whose selector matches this node.
     pub flavors: Vec<String>,
+    /// In use by work Berth did not start (another user's jobs on a shared Ray cluster), as
+    /// the backend's last report shows it; Berth does not admit onto it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub used_outside: BTreeMap<String, f64>,
+    /// What the backend itself last reported in use here (all work, Berth's included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reported: Option<ReportedUse>,
+}
+
+/// A backend's own usage figures for one node (Ray's `/api/cluster_status`, refreshed by
+/// Ray about every 5 s).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReportedUse {
+    /// When the backend took them.
+    pub at: DateTime<Utc>,
+    pub used: BTreeMap<String, f64>,
 }
 
 /// One resource-history sample (`GET /api/v1/history`).

@@ -75,6 +75,7 @@ fn nodes() -> Vec<Node> {
                 backend: "ray".into(),
                 labels: Labels::from([("pool".to_string(), pool.to_string())]),
                 capacity: Resources::units(&[("cpu", 64), ("gpu", gpus), ("memory_gb", 512)]),
+                used_outside: Resources::default(),
             }
         })
         .collect()

@@ -68,6 +68,7 @@ fn main() {
             backend: "sim".into(),
             labels: Labels::new(),
             capacity: Resources::units(&[("cpu", 200)]),
+            used_outside: Resources::default(),
         })
         .collect();
     let mut arrivals = Vec::new();

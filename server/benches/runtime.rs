@@ -6,9 +6,9 @@
 //! * kueue: Kueue's scheduler baseline (15,000 jobs, 30 queues) in real time, jobs `sleep`ing
 //!   for their runtime on a local host declaring 600 CPUs;
 //! * idle: 100,000 pending jobs that cannot fit: server CPU and database writes while idle;
-//! * ray: 200 no-op jobs through Berth vs flooded straight into Ray's Jobs API (needs
-//!   `BERTH_BENCH_RAY_URL`, which `make bench` sets with .ci/ray.sh; Ray is restarted
-//!   between the two runs so both start from an empty job history).
+//! * ray: 200 no-op jobs through Berth vs straight to Ray's Jobs API, flooded and with the
+//!   same number in flight as Berth (needs `BERTH_BENCH_RAY_URL`, which `make bench` sets
+//!   with .ci/ray.sh; see `ray_overhead/`).
 //!
 //! `BERTH_BENCH_RUNTIME=latency,throughput` picks scenarios (default: all);
 //! `BERTH_BENCH_QUICK=1` shortens them (for a smoke run, not for figures);
@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
+
+mod ray_overhead;
 
 const BIN: &str = env!("CARGO_BIN_EXE_berth");
 
@@ -44,7 +46,7 @@ impl Server {
         std::fs::create_dir_all(&dir).unwrap();
         let log = std::fs::File::create(dir.join("server.log")).unwrap();
         let child = Command::new(BIN)
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
             .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
             .args(["--data-dir", &format!("{}/data", dir.display())])
             .args(extra)
@@ -581,63 +583,6 @@ fn restart_ray() {
     }
 }
 
-async fn ray(url: &str) {
-    let n = if quick() { 20 } else { 200 };
-    let http = reqwest::Client::new();
-    let cpus = {
-        let nodes: Value = http.get(format!("{url}/api/v0/nodes?view=summary")).send().await.unwrap().json().await.unwrap_or(Value::Null);
-        let total = nodes["data"]["summary"].as_array().and_then(|a| a.first()).and_then(|n| n["raylet"]["resourcesTotal"]["CPU"].as_f64());
-        total.unwrap_or(4.0)
-    };
-
-    // Direct: every job posted at once, as a script without a scheduler would.
-    restart_ray();
-    let base_mem = ray_pss_mb();
-    let watch = PeakWatch::start();
-    let t = Instant::now();
-    let tag = std::process::id();
-    for i in 0..n {
-        let body = json!({"entrypoint": "true", "submission_id": format!("direct-{tag}-{i}"), "entrypoint_num_cpus": 1});
-        let r = http.post(format!("{url}/api/jobs/")).json(&body).send().await.unwrap();
-        assert!(r.status().is_success(), "direct submit {i}: {}", r.text().await.unwrap_or_default());
-    }
-    let failed = loop {
-        let jobs: Value = http.get(format!("{url}/api/jobs/")).send().await.unwrap().json().await.unwrap_or(Value::Null);
-        let mine: Vec<&Value> = jobs.as_array().map(|a| a.iter().filter(|j| j["submission_id"].as_str().is_some_and(|s| s.starts_with(&format!("direct-{tag}-")))).collect()).unwrap_or_default();
-        let ended = mine.iter().filter(|j| matches!(j["status"].as_str(), Some("SUCCEEDED" | "FAILED" | "STOPPED"))).count();
-        if mine.len() == n && ended == n {
-            break mine.iter().filter(|j| j["status"] != "SUCCEEDED").count();
-        }
-        assert!(t.elapsed() < Duration::from_secs(1800), "direct flood did not finish");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    };
-    let direct = t.elapsed().as_secs_f64();
-    let direct_peak = watch.stop();
-
-    // Through Berth: a queue with the node's CPUs as quota, the same jobs.
-    restart_ray();
-    let server = Server::start("ray", &["--no-local", "--ray", &format!("ray={url}"), "--ray-poll-ms", "200"]).await;
-    server.apply(&one_queue(cpus as u32)).await;
-    let watch = PeakWatch::start();
-    let t = Instant::now();
-    for _ in 0..n {
-        server.submit(&json!({"entrypoint": "true", "resources": {"cpu": 1}})).await;
-    }
-    server.drain(Duration::from_secs(1800)).await;
-    let berth = t.elapsed().as_secs_f64();
-    let berth_peak = watch.stop();
-    let jobs = server.all_jobs().await;
-    let berth_failed = jobs.iter().filter(|j| j["state"] != "succeeded").count();
-    let (cpu, rss) = server.usage();
-
-    println!("\n## Ray: {n} no-op jobs (1 CPU each) on a {cpus}-CPU head, through Berth vs straight to the Jobs API");
-    println!("{:<40} | {:>9} | {:>14} | {:>8}", "runner", "wall s", "head PSS peak", "failed");
-    println!("{}", "-".repeat(82));
-    println!("{:<40} | {direct:>9.1} | {direct_peak:>11.0} MB | {failed:>8}", "direct flood (all POSTed at once)");
-    println!("{:<40} | {berth:>9.1} | {berth_peak:>11.0} MB | {berth_failed:>8}", format!("berth (quota {cpus} CPU, admits on free capacity)"));
-    println!("time ratio berth/direct {:.2}x (target <= 1.1x); idle head PSS {base_mem:.0} MB; berth server {cpu:.1} s CPU, RSS {rss:.0} MB", berth / direct);
-}
-
 #[tokio::main]
 async fn main() {
     let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,ray".into());
@@ -658,7 +603,7 @@ async fn main() {
     }
     if want.contains(&"ray") {
         match std::env::var("BERTH_BENCH_RAY_URL") {
-            Ok(url) => ray(url.trim_end_matches('/')).await,
+            Ok(url) => ray_overhead::run(url.trim_end_matches('/')).await,
             Err(_) => println!("\n## ray: skipped, BERTH_BENCH_RAY_URL is not set (`make bench` starts a head)"),
         }
     }

@@ -199,7 +199,7 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
 }
 
 /// `value` as JSON or YAML, or for people through `text`.
-fn show<T: serde::Serialize>(output: Output, value: &T, text: impl FnOnce(&T)) {
+pub(crate) fn show<T: serde::Serialize>(output: Output, value: &T, text: impl FnOnce(&T)) {
     match output {
         Output::Json => print_json(value),
         Output::Yaml => print!("{}", serde_yaml::to_string(value).unwrap_or_default()),
@@ -207,7 +207,7 @@ fn show<T: serde::Serialize>(output: Output, value: &T, text: impl FnOnce(&T)) {
     }
 }
 
-fn finish(outcome: Result<(), ClientError>) -> i32 {
+pub(crate) fn finish(outcome: Result<(), ClientError>) -> i32 {
     match outcome {
         Ok(()) => 0,
         Err(e) => {
@@ -399,7 +399,14 @@ pub async fn run_nodes(cli: &Cli, output: Output) -> Result<i32> {
         show(output, &nodes, |nodes| {
                 println!("{:<20}  {:<8}  {:<24}  FREE / CAPACITY", "NODE", "BACKEND", "FLAVORS");
                 for n in nodes.iter() {
-                    let cap: Vec<String> = n.capacity.iter().map(|(k, c)| format!("{k}={}/{c}", n.free.get(k).copied().unwrap_or(0.0))).collect();
+                    let cap: Vec<String> = n
+                        .capacity
+                        .iter()
+                        .map(|(k, c)| {
+                            let outside = n.used_outside.get(k).map_or(String::new(), |o| format!(" ({o} used outside Berth)"));
+                            format!("{k}={}/{c}{outside}", n.free.get(k).copied().unwrap_or(0.0))
+                        })
+                        .collect();
                     println!("{:<20}  {:<8}  {:<24}  {}", n.id, n.backend, n.flavors.join(","), cap.join(" "));
                 }
             })

@@ -367,3 +367,98 @@ async fn the_in_flight_cap_holds_jobs_back_from_ray() {
     let next = ray_job(&format!("{}-r1", ids[1])).await.expect("on Ray");
     assert!(next["start_time"].as_i64().unwrap() >= first["end_time"].as_i64().unwrap(), "{first:#} {next:#}");
 }
+
+/// A job submitted straight to Ray's Jobs API, not through Berth; stopped when dropped.
+struct OutsideJob {
+    id: String,
+}
+
+impl OutsideJob {
+    async fn submit(entrypoint: &str, cpus: u32) -> OutsideJob {
+        let id = format!("outside-{}-{}", std::process::id(), chrono::Utc::now().timestamp_millis());
+        let body = json!({"entrypoint": entrypoint, "submission_id": id, "entrypoint_num_cpus": cpus});
+        let r = reqwest::Client::new().post(format!("{}/api/jobs/", ray_url())).json(&body).send().await.unwrap();
+        assert!(r.status().is_success(), "submitting straight to Ray: {}", r.text().await.unwrap_or_default());
+        OutsideJob { id }
+    }
+
+    async fn stop(&self) {
+        let r = reqwest::Client::new().post(format!("{}/api/jobs/{}/stop", ray_url(), self.id)).send().await.unwrap();
+        assert!(r.status().is_success(), "stopping {}: {}", self.id, r.status());
+    }
+}
+
+impl Drop for OutsideJob {
+    fn drop(&mut self) {
+        // Also on a failed assertion, so the next test has the cluster to itself.
+        let _ = std::process::Command::new("curl").args(["-s", "-o", "/dev/null", "-X", "POST"]).arg(format!("{}/api/jobs/{}/stop", ray_url(), self.id)).status();
+    }
+}
+
+/// The Ray node as Berth's `/api/v1/nodes` shows it.
+async fn ray_node(b: &Berth) -> Value {
+    let (_, nodes) = b.get("/api/v1/nodes").await;
+    nodes["nodes"].as_array().and_then(|n| n.first()).cloned().unwrap_or_else(|| panic!("no Ray node: {nodes}"))
+}
+
+/// Polls the node view until `pred` holds; the node.
+async fn wait_node(b: &Berth, what: &str, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let node = ray_node(b).await;
+        if pred(&node) {
+            return node;
+        }
+        assert!(Instant::now() < deadline, "the node never showed {what} within {timeout:?}: {node:#}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ray_capacity_used_by_jobs_berth_did_not_submit_is_not_admitted_onto() {
+    let _turn = CLUSTER.lock().await;
+    let b = berth_on(&ray_url(), "", "never").await;
+    let cpu = |v: &Value| v["cpu"].as_f64().unwrap_or(0.0);
+    // Start from a quiet cluster (an earlier test's stopped jobs may still be ending).
+    wait_node(&b, "Ray reporting no CPU in use", SECS(60), |n| n["reported"]["used"].is_object() && cpu(&n["reported"]["used"]) == 0.0).await;
+
+    // Another user takes 3 of the node's 4 CPUs, straight through Ray's API.
+    let outside = OutsideJob::submit("sleep 300", 3).await;
+    wait_ray(&outside.id, &["RUNNING"], SECS(60)).await;
+    // Berth sees it once Ray's usage report has it (Ray refreshes it about every 5 s).
+    let node = wait_node(&b, "3 CPUs used outside Berth", SECS(30), |n| cpu(&n["used_outside"]) == 3.0).await;
+    assert_eq!(cpu(&node["free"]), 1.0, "{node:#}");
+    let node_id = node["id"].as_str().unwrap().to_string();
+
+    // A job needing 2 CPUs waits, and says why, naming the node and its capacity.
+    let big = b.submit(json!({"entrypoint": "echo big-done", "resources": {"cpu": 2}})).await;
+    let job = wait_reason(&b, &big, "in use outside Berth", SECS(10)).await;
+    assert_eq!(job["state"], "pending", "{job:#}");
+    let reason = job["reason"].as_str().unwrap();
+    assert!(reason.contains(&node_id) && reason.contains("capacity cpu 4, of which 3 in use outside Berth"), "{reason}");
+    assert!(ray_job(&format!("{big}-r1")).await.is_none(), "Ray must not have received it");
+
+    // A 1-CPU job of Berth's fits beside it; once Ray's report includes it, it is still
+    // counted once (as Berth's), never also as outside work. (Right after it starts, the
+    // report before it may count less outside work: the rule errs that way, see ray/usage.rs.)
+    let small = b.submit(json!({"entrypoint": "sleep 20", "resources": {"cpu": 1}})).await;
+    wait_ray(&format!("{small}-r1"), &["RUNNING"], SECS(60)).await;
+    let most = std::sync::atomic::AtomicU64::new(0);
+    let node = wait_node(&b, "Ray reporting all 4 CPUs in use, 3 of them outside Berth", SECS(30), |n| {
+        most.fetch_max(cpu(&n["used_outside"]) as u64, std::sync::atomic::Ordering::Relaxed);
+        cpu(&n["reported"]["used"]) == 4.0 && cpu(&n["used_outside"]) == 3.0
+    })
+    .await;
+    assert_eq!(most.into_inner(), 3, "Berth's own job was counted as outside work: {node:#}");
+    assert_eq!(cpu(&node["free"]), 0.0, "{node:#}");
+    assert_eq!(b.job(&big).await["state"], "pending");
+
+    // The outside job ends: the big job is admitted beside the small one, after it.
+    outside.stop().await;
+    let stopped = wait_ray(&outside.id, &["STOPPED"], SECS(30)).await;
+    let done = b.wait_state(&big, &["succeeded"], SECS(90)).await;
+    assert_eq!(done["runs"], 1, "{done:#}");
+    let on_ray = ray_job(&format!("{big}-r1")).await.expect("on Ray");
+    assert!(on_ray["start_time"].as_i64() >= stopped["end_time"].as_i64(), "{on_ray:#} {stopped:#}");
+    b.wait_state(&small, &["succeeded"], SECS(60)).await;
+}

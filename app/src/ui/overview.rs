@@ -16,7 +16,7 @@ pub fn OverviewPage() -> impl IntoView {
     view! {
         <header class="page-head">
             <h1>"Overview"</h1>
-            <div class="head-actions"><LiveBadge/><a class="button primary" href="/jobs/new">"Submit a job"</a></div>
+            <div class="head-actions"><LiveBadge/>{super::session::can(crate::auth::Role::Submitter).then(|| view! { <a class="button primary" href="/jobs/new">"Submit a job"</a> })}</div>
         </header>
         <Transition fallback=Loading>
             {move || queues.get().map(|r| match r {
@@ -86,21 +86,31 @@ pub fn NodeTable(nodes: Vec<NodeView>) -> impl IntoView {
         let resources = n.capacity.iter().map(|(r, cap)| {
             let free = n.free.get(r).copied().unwrap_or(*cap);
             let used_pct = if *cap > 0.0 { ((cap - free) / cap * 100.0).clamp(0.0, 100.0) } else { 0.0 };
+            let outside = match n.used_outside.get(r) {
+                Some(o) if *o > 0.0 => format!(" · {} used outside Berth", amount(*o)),
+                _ => String::new(),
+            };
             view! {
                 <div class="node-res">
                     <span class="res-name">{r.clone()}</span>
                     <span class="bar small" aria-hidden="true"><span class="fill" style=format!("width: {used_pct:.0}%")></span></span>
-                    <span class="res-num">{format!("{} free of {}", amount(free), amount(*cap))}</span>
+                    <span class="res-num">{format!("{} free of {}{outside}", amount(free), amount(*cap))}</span>
                 </div>
             }
         }).collect_view();
+        // The backend's own figures (Ray's, a few seconds behind), Berth's jobs included.
+        let reported = n.reported.as_ref().map(|rep| {
+            let used: Vec<String> = rep.used.iter().filter(|(_, u)| **u > 0.0).map(|(r, u)| format!("{r} {}", amount(*u))).collect();
+            let text = if used.is_empty() { "nothing".to_string() } else { used.join(", ") };
+            view! { <div class="sub" data-testid="node-reported" title=rep.at.to_rfc3339()>{format!("{} reports in use: {text}", n.backend)}</div> }
+        });
         let labels = n.labels.iter().map(|(k, v)| view! { <code class="label-chip">{format!("{k}={v}")}</code> }).collect_view();
         let flavors = if n.flavors.is_empty() { "none".to_string() } else { n.flavors.join(", ") };
         view! {
             <tr data-testid="node-row">
                 <td><strong>{n.id.clone()}</strong><div class="sub">{n.backend.clone()}</div></td>
                 <td>{flavors}</td>
-                <td><div class="node-resources">{resources}</div></td>
+                <td><div class="node-resources">{resources}</div>{reported}</td>
                 <td><div class="labels">{labels}</div></td>
             </tr>
         }

@@ -23,6 +23,27 @@ fn request(st: &State, row: &[Milli]) -> String {
     s
 }
 
+/// ` (capacity cpu 4, of which 3 in use outside Berth)` for the requested resources that
+/// work Berth did not start takes on these nodes (summed over them); empty when none.
+fn used_outside(st: &State, nodes: &[usize], row: &[Milli]) -> String {
+    let mut parts = Vec::new();
+    for (k, _) in row.iter().enumerate().filter(|(_, a)| **a != Milli::ZERO) {
+        let name = &st.names[k];
+        let (mut cap, mut outside) = (Milli::ZERO, Milli::ZERO);
+        for &n in nodes {
+            cap = cap.plus(st.cap[n * st.r + k]);
+            outside = outside.plus(st.snap.nodes[st.nodes[n]].used_outside.get(name));
+        }
+        if outside > Milli::ZERO {
+            parts.push(format!("{name} {cap}, of which {outside} in use outside Berth"));
+        }
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    format!(" (capacity {})", parts.join("; "))
+}
+
 /// `flavor spot` or `flavors spot + ssd`.
 fn flavors(st: &State, set: usize) -> String {
     let names: Vec<&str> = st.sets[set].flavors.iter().map(|&f| &*st.c.flavors[f].name).collect();
@@ -64,11 +85,12 @@ pub(crate) fn no_fit(st: &State, q: usize, row: &[Milli], misses: &[Miss], preem
             Miss::NoRoom { set } => {
                 let nodes = &st.sets[set].nodes;
                 let req = request(st, row);
+                let outside = used_outside(st, nodes, row);
                 if let [only] = nodes[..] {
                     let id = &st.snap.nodes[st.nodes[only]].id;
-                    let _ = write!(out, "{}: the only matching node, {id}, has no room for {req}", flavors(st, set));
+                    let _ = write!(out, "{}: the only matching node, {id}, has no room for {req}{outside}", flavors(st, set));
                 } else {
-                    let _ = write!(out, "{}: none of the {} matching nodes has room for {req}", flavors(st, set), nodes.len());
+                    let _ = write!(out, "{}: none of the {} matching nodes has room for {req}{outside}", flavors(st, set), nodes.len());
                 }
             }
         }

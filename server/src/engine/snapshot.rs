@@ -35,6 +35,10 @@ pub struct Node {
     pub labels: Labels,
     /// Total capacity; resources the node does not list have capacity 0.
     pub capacity: Resources,
+    /// Capacity in use by work this scheduler did not start (another user's jobs on a shared
+    /// Ray cluster), as its backend last saw it: free capacity starts from `capacity` minus
+    /// this. Only admission looks at it; what a node could ever hold is `capacity`.
+    pub used_outside: Resources,
 }
 
 /// Which flavor a job's resources (of one resource group) were admitted under.

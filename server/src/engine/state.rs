@@ -111,7 +111,15 @@ impl<'a> State<'a> {
                 }
             }
         }
-        let free = cap.clone();
+        // What others use is gone before any of our jobs is charged.
+        let mut free = cap.clone();
+        for (i, &n) in nodes.iter().enumerate() {
+            for (name, amount) in snap.nodes[n].used_outside.iter() {
+                if let Some(k) = index(&names, name) {
+                    free[i * r + k] = free[i * r + k].minus(amount.max(Milli::ZERO)).max(Milli::ZERO);
+                }
+            }
+        }
         let node_ids: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, &n)| (&*snap.nodes[n].id, i)).collect();
 
         let mut slot_base = Vec::with_capacity(c.queues.len());

@@ -179,7 +179,9 @@ pub async fn preview(src: &Sources, draft: &SchedulerConfig, span: Span, now_us:
     let version = active.version;
     // 3–4. Replay and report, off the async threads: CPU-bound work.
     let job = tokio::task::spawn_blocking(move || {
-        let (a, d) = replay(&workload, &active_c, &draft_c, identical, &nodes, span, &control)?;
+        // The past is replayed on the nodes' capacity, not on what others use there today.
+        let whole: Vec<Node> = nodes.iter().map(|n| Node { used_outside: Default::default(), ..n.clone() }).collect();
+        let (a, d) = replay(&workload, &active_c, &draft_c, identical, &whole, span, &control)?;
         let queues = report::queues(&workload, &a, &d, &active_c, &draft_c, span);
         let (usage, usage_step_s) = report::usage(&a, &d, span);
         let (change_counts, changes, changes_truncated) = report::changes(&workload, &a, &d, span);

@@ -268,16 +268,16 @@ impl Loop {
             if !holding {
                 continue;
             }
-            let (backend_name, handle, run) = {
+            let (backend_name, handle, spec) = {
                 let l = &self.state.jobs[&key];
-                (l.row.backend.clone().unwrap_or_default(), l.row.handle.clone(), l.run())
+                (l.row.backend.clone().unwrap_or_default(), l.row.handle.clone(), self.start_spec(l))
             };
             let Some(backend) = self.backends.get(&backend_name).cloned() else {
                 let reason = format!("backend `{backend_name}` is not configured any more");
                 self.end_run(&key, Outcome::Failed(reason), now, &mut batch);
                 continue;
             };
-            match backend.adopt(run, handle).await {
+            match backend.adopt(spec, handle).await {
                 Adopted::Running { handle } => {
                     let live = self.state.jobs.get_mut(&key).expect("inserted above");
                     if live.row.state == JobState::Admitted {
@@ -1028,16 +1028,22 @@ pub fn usage(state: &State) -> BTreeMap<(Name, Name, Name), i64> {
     out
 }
 
-/// Free capacity of a node after what holding jobs placed on it take.
-pub fn free_on(state: &State, node: &Node) -> Resources {
+/// Free capacity of a node after what work outside Berth and Berth's holding jobs placed on
+/// it take, per resource of its capacity (a resource with nothing free is there, at 0).
+pub fn free_on(state: &State, node: &Node) -> BTreeMap<Name, Milli> {
     let mut free: BTreeMap<Name, Milli> = node.capacity.iter().map(|(n, a)| (n.clone(), a)).collect();
+    for (n, a) in node.used_outside.iter() {
+        if let Some(e) = free.get_mut(n) {
+            *e = e.minus(a).max(Milli::ZERO);
+        }
+    }
     for l in state.jobs.values().filter(|l| l.row.state.holds_quota() && l.node.as_deref() == Some(&*node.id)) {
         for (n, a) in l.request.iter() {
             let e = free.entry(n.clone()).or_insert(Milli::ZERO);
             *e = e.minus(a);
         }
     }
-    Resources::new(free)
+    free
 }
 
 /// The priority a job may be changed to, under the rule that routed it.

@@ -6,12 +6,12 @@
 //! late exit of a preempted or cancelled run is never mistaken for the current one, and Ray
 //! (which refuses to reuse a submission id) gets a fresh id per attempt.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::engine::{FlavorAssignment, Node, Resources};
+use crate::engine::{FlavorAssignment, Name, Node, Resources};
 
 /// A boxed, sendable future (the trait must be object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -84,6 +84,16 @@ pub enum Adopted {
     NeverStarted,
 }
 
+/// What a backend's own monitoring last said is in use on its nodes (all work, Berth's
+/// included), for display: Ray's `/api/cluster_status`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reported {
+    /// When the backend took the figures (µs since the epoch, its clock).
+    pub at_us: i64,
+    /// Used amounts per node id.
+    pub used: HashMap<Name, Resources>,
+}
+
 /// Which log stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -116,8 +126,9 @@ pub trait Backend: Send + Sync + 'static {
     /// Stops a run and everything it spawned. Returns once the stop is under way; the
     /// backend escalates on its own (SIGTERM, then SIGKILL after a grace period).
     fn stop(&self, run: RunId, handle: String) -> BoxFuture<'_, Result<(), BackendError>>;
-    /// Re-attaches to a run started before a server restart.
-    fn adopt(&self, run: RunId, handle: Option<String>) -> BoxFuture<'_, Adopted>;
+    /// Re-attaches to a run started before a server restart; `spec` is what it was started
+    /// with (as far as the job's row tells).
+    fn adopt(&self, spec: StartSpec, handle: Option<String>) -> BoxFuture<'_, Adopted>;
     /// The last `tail_bytes` of a run's log (`None`: all of it, up to the backend's bound).
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>>;
     /// At most this many of its runs may hold capacity at once (`None`: only its nodes'
@@ -133,6 +144,10 @@ pub trait Backend: Send + Sync + 'static {
     /// this right after a commit, with nothing of its own unwritten): what the backend keeps
     /// so as to recover any other run after a restart may go.
     fn forget_ended(&self, _live: &HashSet<RunId>) {}
+    /// What the backend's own monitoring reports in use, if it has any.
+    fn reported(&self) -> Option<Reported> {
+        None
+    }
 }
 
 /// Backends by name.

@@ -81,6 +81,8 @@ pub struct LocalConfig {
     pub kill_grace: Duration,
     /// Bound of each log file (default 64 MiB); with its `.1`, at most about twice that.
     pub log_limit_bytes: u64,
+    /// A run's working dir must lie inside one of these (any, when empty).
+    pub workdir_roots: Vec<PathBuf>,
 }
 
 impl LocalConfig {
@@ -99,6 +101,7 @@ impl LocalConfig {
             data_dir: data_dir.into(),
             kill_grace: Duration::from_secs(5),
             log_limit_bytes: 64 * 1024 * 1024,
+            workdir_roots: Vec::new(),
         }
     }
 }
@@ -173,6 +176,9 @@ impl LocalBackend {
         let key = spec.run.key();
         let fail = |what: &str, e: io::Error| BackendError::Failed(format!("run {key}: {what}: {e}"));
         let paths = self.paths(&spec.run);
+        if let Some(d) = &spec.working_dir {
+            super::request::workdir_allowed(&self.cfg.workdir_roots, d).map_err(BackendError::Failed)?;
+        }
         let work = match &spec.working_dir {
             Some(d) if Path::new(d).is_dir() => Some(PathBuf::from(d)),
             Some(d) => return Err(BackendError::Failed(format!("working_dir `{d}` does not exist or is not a directory"))),
@@ -334,6 +340,7 @@ impl Backend for LocalBackend {
             backend: self.cfg.name.as_str().into(),
             labels: self.cfg.labels.clone(),
             capacity: self.cfg.capacity.clone(),
+            used_outside: Resources::default(),
         }]
     }
 
@@ -346,7 +353,8 @@ impl Backend for LocalBackend {
         Box::pin(async move { self.stop_run(&run) })
     }
 
-    fn adopt(&self, run: RunId, _handle: Option<String>) -> BoxFuture<'_, Adopted> {
+    fn adopt(&self, spec: StartSpec, _handle: Option<String>) -> BoxFuture<'_, Adopted> {
+        let run = spec.run;
         Box::pin(async move { self.adopt_run(run) })
     }
 
@@ -1154,8 +1162,8 @@ mod tests {
         again.start(spec("f", "pwd")).await.expect("start");
         next_exit(&mut rx).await;
         assert_eq!(settled((1, 1)).await.0, 1, "f's dir, left empty, replaced d's");
-        assert_eq!(again.adopt(run("f"), None).await, Adopted::Ended(Outcome::Exited(0)));
-        assert_eq!(again.adopt(run("d"), None).await, Adopted::Ended(Outcome::Exited(0)), "the journal of the first server is read");
+        assert_eq!(again.adopt(spec("f", ""), None).await, Adopted::Ended(Outcome::Exited(0)));
+        assert_eq!(again.adopt(spec("d", ""), None).await, Adopted::Ended(Outcome::Exited(0)), "the journal of the first server is read");
     }
 
     #[tokio::test]
@@ -1167,11 +1175,11 @@ mod tests {
 
         let (second, mut rx) = backend(cfg.clone());
         let run = RunId { job: "j".into(), run: 1 };
-        assert_eq!(second.adopt(run.clone(), Some(handle.clone())).await, Adopted::Running { handle });
+        assert_eq!(second.adopt(spec("j", ""), Some(handle.clone())).await, Adopted::Running { handle });
         let exit = next_exit(&mut rx).await;
         assert_eq!((exit.run, exit.outcome), (run.clone(), Outcome::Exited(7)));
-        assert_eq!(second.adopt(run, None).await, Adopted::Ended(Outcome::Exited(7)));
-        assert_eq!(second.adopt(RunId { job: "nope".into(), run: 1 }, None).await, Adopted::NeverStarted);
+        assert_eq!(second.adopt(spec("j", ""), None).await, Adopted::Ended(Outcome::Exited(7)));
+        assert_eq!(second.adopt(spec("nope", ""), None).await, Adopted::NeverStarted);
 
         // Lines as a crashed server and its wrappers may have left them: a pid whose process
         // is gone, a code appended before the pid (a fast job), a line cut short.
@@ -1179,10 +1187,10 @@ mod tests {
         fs::write(&segment, "pid gone-r1 999999999 1\nexit fast-r1 4\npid fast-r1 999999998 1\npid cut-r1 99999").expect("a segment");
         let (third, _rx) = backend(cfg);
         let id = |job: &str| RunId { job: job.into(), run: 1 };
-        assert!(matches!(third.adopt(id("gone"), None).await, Adopted::Ended(Outcome::Failed(_))));
+        assert!(matches!(third.adopt(spec("gone", ""), None).await, Adopted::Ended(Outcome::Failed(_))));
         third.stop(id("gone"), "999999999".into()).await.expect("stopping a vanished run");
-        assert_eq!(third.adopt(id("fast"), None).await, Adopted::Ended(Outcome::Exited(4)));
-        assert_eq!(third.adopt(id("cut"), None).await, Adopted::NeverStarted);
+        assert_eq!(third.adopt(spec("fast", ""), None).await, Adopted::Ended(Outcome::Exited(4)));
+        assert_eq!(third.adopt(spec("cut", ""), None).await, Adopted::NeverStarted);
         assert!(third.start(spec("gone", "true")).await.is_err(), "a run with a pid line was started");
     }
 
@@ -1220,7 +1228,7 @@ mod tests {
         fs::write(dir.join("stdout"), "from before\n").expect("old stdout");
         fs::write(dir.join("exit"), "3\n").expect("old exit file");
         fs::write(dir.join("pid"), "999999999 1\n").expect("old pid file");
-        assert_eq!(b.adopt(run.clone(), None).await, Adopted::Ended(Outcome::Exited(3)));
+        assert_eq!(b.adopt(spec("old", ""), None).await, Adopted::Ended(Outcome::Exited(3)));
         assert_eq!(stdout(&b, "old", None).await, "from before\n");
 
         let mut child = std::process::Command::new("sleep").arg("0.5").spawn().expect("sleep");
@@ -1228,7 +1236,7 @@ mod tests {
         let start = read_stat(pid).expect("its stat").start;
         fs::remove_file(dir.join("exit")).expect("no exit yet");
         fs::write(dir.join("pid"), format!("{pid} {start}\n")).expect("old pid file");
-        assert_eq!(b.adopt(run.clone(), None).await, Adopted::Running { handle: pid.to_string() });
+        assert_eq!(b.adopt(spec("old", ""), None).await, Adopted::Running { handle: pid.to_string() });
         child.wait().expect("sleep ends");
         let exit = next_exit(&mut rx).await;
         assert!(matches!(exit.outcome, Outcome::Failed(_)), "no exit file: {:?}", exit.outcome);

@@ -2,11 +2,14 @@
 //! cluster's dashboard (no Python in the server).
 //!
 //! A run's submission id is its [`RunId::key`]. Two background tasks per cluster: one reads
-//! `/api/v0/nodes` every [`RayConfig::nodes_interval`] into the node list the engine places
-//! on (Ray labels, total resources: `CPU` → `cpu`, `GPU` → `gpu`, `memory` bytes →
-//! `memory_gb`, any other resource by its name); the other GETs `/api/jobs/{id}` of each
-//! watched run once per [`RayConfig::poll_interval`] (never the whole job list) and sends
-//! the run's [`Exit`] when Ray says it ended.
+//! `/api/v0/nodes` and `/api/cluster_status` every [`RayConfig::nodes_interval`] into the
+//! node list the engine places on (Ray labels, total resources: `CPU` → `cpu`, `GPU` →
+//! `gpu`, `memory` bytes → `memory_gb`, any other resource by its name; and what work Berth
+//! did not start uses there, see [`usage`]); the other GETs `/api/jobs/{id}` of each watched
+//! run (never the whole job list), every [`RayConfig::poll_interval`] but at most
+//! [`RayConfig::max_polls_per_s`] requests a second, a few at a time, and sends the run's
+//! [`Exit`] as soon as Ray says it ended: the loop starts the next job on that capacity at
+//! once, so how fast a slot is reused is this poll.
 //!
 //! Ray's quirks (shared/recipes/RAY.md) handled here: paths end in `/`; no browser headers
 //! (reqwest sends none); only known fields are sent (unknown ones are a 400); a duplicate
@@ -20,15 +23,20 @@
 //! are kept (so submissions are still checked against them), and starts fail fast with [`BackendError::Unavailable`], which the loop
 //! turns into a wait with backoff, not a failure.
 
+mod usage;
+
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::backend::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream};
-use crate::engine::{Labels, Milli, Node, Resources};
+use super::backend::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Reported, RunId, StartSpec, Stream};
+use super::now_us;
+use crate::engine::{Labels, Milli, Name, Node, Resources};
+use usage::{Ledger, Report};
 
 /// Bytes per `memory_gb` (GiB, as the local backend counts).
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -38,6 +46,13 @@ pub const LOST: &str = "Ray no longer knows this job (the cluster restarted?)";
 
 /// Least time between two stop requests for the same run.
 const RESTOP: Duration = Duration::from_secs(2);
+
+/// A run is not asked about before this age: no Ray job ends sooner (starting its
+/// supervisor alone takes longer), so earlier requests only load the dashboard.
+const FIRST_POLL: Duration = Duration::from_millis(500);
+
+/// Status requests in flight at once.
+const POLL_CONCURRENCY: usize = 8;
 
 /// One Ray cluster.
 #[derive(Clone)]
@@ -51,9 +66,13 @@ pub struct RayConfig {
     /// Most runs Berth keeps admitted or running on this cluster at once (default 20; Ray
     /// itself starts failing submissions past about 30 running jobs).
     pub max_in_flight: usize,
-    /// How often each watched run's status is read (default 500 ms).
+    /// How often each watched run's status is read (default 100 ms), unless that would
+    /// pass `max_polls_per_s`.
     pub poll_interval: Duration,
-    /// How often the node list is read (default 2 s).
+    /// Most status requests a second to this cluster (default 50): with many runs in
+    /// flight each is read less often, and Ray's dashboard is never flooded.
+    pub max_polls_per_s: u32,
+    /// How often the node list and the usage report are read (default 2 s).
     pub nodes_interval: Duration,
     /// Bound of one request (default 10 s).
     pub request_timeout: Duration,
@@ -67,7 +86,8 @@ impl RayConfig {
             address: address.into(),
             token: None,
             max_in_flight: 20,
-            poll_interval: Duration::from_millis(500),
+            poll_interval: Duration::from_millis(100),
+            max_polls_per_s: 50,
             nodes_interval: Duration::from_secs(2),
             request_timeout: Duration::from_secs(10),
         }
@@ -82,6 +102,7 @@ impl std::fmt::Debug for RayConfig {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("max_in_flight", &self.max_in_flight)
             .field("poll_interval", &self.poll_interval)
+            .field("max_polls_per_s", &self.max_polls_per_s)
             .field("nodes_interval", &self.nodes_interval)
             .finish()
     }
@@ -94,6 +115,23 @@ struct Watch {
     /// Berth stopped it: its end is not reported (the loop already moved on).
     stopping: bool,
     last_stop: Option<Instant>,
+    /// Not asked about before this.
+    first_poll: Instant,
+}
+
+impl Watch {
+    fn new(run: RunId, stopping: bool, first_poll: Instant) -> Watch {
+        Watch { run, stopping, last_stop: None, first_poll }
+    }
+}
+
+/// A node as Ray lists it: the engine's node, Ray's full id, and for each of its resources
+/// the key `/api/cluster_status` uses, Berth's name and the factor to Berth's unit.
+#[derive(Debug, Clone, PartialEq)]
+struct Listed {
+    node: Node,
+    ray_id: String,
+    keys: Vec<(String, Name, f64)>,
 }
 
 /// Runs jobs on one Ray cluster.
@@ -103,7 +141,11 @@ pub struct RayBackend {
     base: String,
     http: reqwest::Client,
     exits: UnboundedSender<Exit>,
-    nodes: RwLock<Vec<Node>>,
+    nodes: RwLock<Vec<Listed>>,
+    /// Ray's last usage report.
+    report: Mutex<Option<Report>>,
+    /// Berth's runs, to tell them apart in the report.
+    ledger: Mutex<Ledger>,
     /// Why the last node refresh failed; `None` while Ray answers.
     unreachable: Mutex<Option<String>>,
     /// Watched runs by submission id.
@@ -152,6 +194,8 @@ impl RayBackend {
             http,
             exits,
             nodes: RwLock::default(),
+            report: Mutex::new(None),
+            ledger: Mutex::default(),
             unreachable: Mutex::new(None),
             watched: Mutex::default(),
         });
@@ -164,9 +208,17 @@ impl RayBackend {
         &self.cfg
     }
 
-    /// Reads the node list once; on failure the last known list stays.
+    /// Reads the node list and the usage report once; on failure the last known ones stay.
     pub async fn refresh_nodes(&self) -> Result<(), BackendError> {
-        let listed = self.get_json("/api/v0/nodes?limit=10000").await.map(|body| parse_nodes(&self.cfg.name, &body));
+        let (listed, status) = tokio::join!(self.get_json("/api/v0/nodes?limit=10000"), self.get_json("/api/cluster_status"));
+        let listed = listed.map(|body| parse_nodes(&self.cfg.name, &body));
+        if let (Ok(nodes), Ok(body)) = (&listed, &status) {
+            let names = |ray_id: &str| nodes.iter().find(|n| n.ray_id == ray_id).map(|n| (n.node.id.clone(), n.keys.as_slice()));
+            match usage::parse_report(body, names) {
+                Some(report) => *self.lock_report() = Some(report),
+                None => tracing::debug!(backend = %self.cfg.name, "Ray's cluster status has no per-node usage"),
+            }
+        }
         // A cluster with no alive node is one whose head is going down (`ray stop`): keep
         // the nodes it will come back with, as when it does not answer at all.
         let listed = listed.and_then(|n| if n.is_empty() { Err(Failure::Status(200, "no alive node".into())) } else { Ok(n) });
@@ -187,6 +239,14 @@ impl RayBackend {
                 Err(BackendError::Unavailable(why))
             }
         }
+    }
+
+    fn lock_report(&self) -> std::sync::MutexGuard<'_, Option<Report>> {
+        self.report.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_ledger(&self) -> std::sync::MutexGuard<'_, Ledger> {
+        self.ledger.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_unreachable(&self) -> std::sync::MutexGuard<'_, Option<String>> {
@@ -230,8 +290,8 @@ impl RayBackend {
         }
     }
 
-    fn watch(&self, run: &RunId) {
-        self.lock_watched().entry(run.key()).or_insert_with(|| Watch { run: run.clone(), stopping: false, last_stop: None });
+    fn watch(&self, run: &RunId, first_poll: Instant) {
+        self.lock_watched().entry(run.key()).or_insert_with(|| Watch::new(run.clone(), false, first_poll));
     }
 
     async fn submit(&self, spec: StartSpec) -> Result<String, BackendError> {
@@ -243,6 +303,7 @@ impl RayBackend {
             return Err(BackendError::Unavailable(why));
         }
         let body = submission(&spec, &self.real_label_keys());
+        let (submitted_us, submitted) = (now_us(), Instant::now());
         match self.send(self.http.post(format!("{}/api/jobs/", self.base)).json(&body)).await {
             Ok(_) => {}
             // Submitted before (a restart between submit and record): it is ours.
@@ -253,7 +314,8 @@ impl RayBackend {
             Err(f @ Failure::Status(502..=504, _)) => return Err(BackendError::Unavailable(self.describe(&f))),
             Err(Failure::Status(code, b)) => return Err(BackendError::Failed(format!("Ray refused the job ({code}): {}", last_line(&b)))),
         }
-        self.watch(&spec.run);
+        self.lock_ledger().hold(key.clone(), spec.node.clone(), spec.resources.clone(), submitted_us);
+        self.watch(&spec.run, submitted + FIRST_POLL);
         Ok(key)
     }
 
@@ -261,7 +323,7 @@ impl RayBackend {
     /// job pending in Ray for ever: such keys are Berth's own, like `backend`).
     fn real_label_keys(&self) -> Vec<String> {
         let nodes = self.nodes.read().unwrap_or_else(|e| e.into_inner());
-        let mut keys: Vec<String> = nodes.iter().flat_map(|n| n.labels.keys().filter(|k| *k != "backend").cloned()).collect();
+        let mut keys: Vec<String> = nodes.iter().flat_map(|n| n.node.labels.keys().filter(|k| *k != "backend").cloned()).collect();
         keys.sort();
         keys.dedup();
         keys
@@ -271,7 +333,7 @@ impl RayBackend {
         let key = run.key();
         {
             let mut w = self.lock_watched();
-            let e = w.entry(key.clone()).or_insert_with(|| Watch { run: run.clone(), stopping: true, last_stop: None });
+            let e = w.entry(key.clone()).or_insert_with(|| Watch::new(run.clone(), true, Instant::now()));
             e.stopping = true;
             e.last_stop = Some(Instant::now());
         }
@@ -279,6 +341,7 @@ impl RayBackend {
             Ok(_) => Ok(()),
             Err(Failure::Status(404, _)) => {
                 self.lock_watched().remove(&key);
+                self.lock_ledger().release(&key, now_us());
                 Ok(())
             }
             // Still watched: the status task sends the stop again.
@@ -286,48 +349,62 @@ impl RayBackend {
         }
     }
 
-    /// One round of the status task: one GET per watched run.
-    async fn poll_once(&self) {
-        let keys: Vec<String> = self.lock_watched().keys().cloned().collect();
-        for key in keys {
-            let status = match self.job(&key).await {
-                Ok(s) => s,
+    /// One round of the status task: one GET per watched run old enough, a few at a time;
+    /// how many were asked.
+    async fn poll_once(&self) -> usize {
+        let now = Instant::now();
+        let keys: Vec<String> = self.lock_watched().iter().filter(|(_, w)| w.first_poll <= now).map(|(k, _)| k.clone()).collect();
+        let asked = keys.len();
+        let mut answers = futures_util::stream::iter(keys).map(|key| async move { (self.job(&key).await, key) }).buffer_unordered(POLL_CONCURRENCY);
+        while let Some((status, key)) = answers.next().await {
+            match status {
+                Ok(status) => self.settle(&key, status.as_ref()).await,
                 Err(f) => {
                     tracing::debug!(run = %key, error = %self.describe(&f), "Ray status unavailable");
                     // Ray is away: try the others next round, not now.
                     if matches!(f, Failure::Unreachable(_)) {
-                        return;
+                        return asked;
                     }
-                    continue;
                 }
-            };
-            let outcome = match &status {
-                None => Some(Outcome::Failed(LOST.into())),
-                Some(job) => outcome_of(job),
-            };
-            // Decided under the lock, done after it.
-            let (exit, restop) = {
-                let mut watched = self.lock_watched();
-                let Some(w) = watched.get_mut(&key) else { continue };
-                match outcome {
-                    Some(outcome) => {
-                        let w = watched.remove(&key).expect("present above");
-                        ((!w.stopping).then_some(Exit { run: w.run, outcome }), false)
-                    }
-                    // A stop of a PENDING job only takes effect once it starts: ask again.
-                    None if w.stopping && w.last_stop.is_none_or(|t| t.elapsed() >= RESTOP) => {
-                        w.last_stop = Some(Instant::now());
-                        (None, true)
-                    }
-                    None => (None, false),
+            }
+        }
+        asked
+    }
+
+    /// Acts on one status record (`None`: Ray does not know the run).
+    async fn settle(&self, key: &str, status: Option<&Value>) {
+        let outcome = match status {
+            None => Some(Outcome::Failed(LOST.into())),
+            Some(job) => outcome_of(job),
+        };
+        if let Some(node) = status.and_then(|j| j.get("driver_node_id")).and_then(Value::as_str) {
+            self.lock_ledger().placed(key, &node_id(&self.cfg.name, node));
+        }
+        // Decided under the lock, done after it.
+        let (exit, restop) = {
+            let mut watched = self.lock_watched();
+            let Some(w) = watched.get_mut(key) else { return };
+            match outcome {
+                Some(outcome) => {
+                    let end = status.and_then(|j| j.get("end_time")).and_then(Value::as_i64).unwrap_or(0);
+                    tracing::debug!(run = %key, seen_after_end_ms = now_us() / 1000 - end, "Ray run ended");
+                    let w = watched.remove(key).expect("present above");
+                    self.lock_ledger().release(key, now_us());
+                    ((!w.stopping).then_some(Exit { run: w.run, outcome }), false)
                 }
-            };
-            if let Some(exit) = exit {
-                let _ = self.exits.send(exit);
+                // A stop of a PENDING job only takes effect once it starts: ask again.
+                None if w.stopping && w.last_stop.is_none_or(|t| t.elapsed() >= RESTOP) => {
+                    w.last_stop = Some(Instant::now());
+                    (None, true)
+                }
+                None => (None, false),
             }
-            if restop {
-                let _ = self.send(self.http.post(format!("{}/api/jobs/{key}/stop", self.base))).await;
-            }
+        };
+        if let Some(exit) = exit {
+            let _ = self.exits.send(exit);
+        }
+        if restop {
+            let _ = self.send(self.http.post(format!("{}/api/jobs/{key}/stop", self.base))).await;
         }
     }
 
@@ -346,13 +423,17 @@ impl RayBackend {
         Ok(logs[from..].to_vec())
     }
 
-    async fn adopt_run(&self, run: RunId, handle: Option<String>) -> Adopted {
+    async fn adopt_run(&self, spec: StartSpec, handle: Option<String>) -> Adopted {
+        let run = spec.run.clone();
         let key = run.key();
+        // Started before this server: it may be in any usage report still in use.
+        let hold = || self.lock_ledger().hold(key.clone(), spec.node.clone(), spec.resources.clone(), 0);
         match self.job(&key).await {
             Ok(Some(job)) => match outcome_of(&job) {
                 Some(outcome) => Adopted::Ended(outcome),
                 None => {
-                    self.watch(&run);
+                    hold();
+                    self.watch(&run, Instant::now());
                     Adopted::Running { handle: key }
                 }
             },
@@ -361,7 +442,8 @@ impl RayBackend {
             Err(f) => {
                 // Cannot tell now: watch it; the status task settles it once Ray answers.
                 tracing::warn!(run = %key, error = %self.describe(&f), "cannot ask Ray about a run at recovery; watching it");
-                self.watch(&run);
+                hold();
+                self.watch(&run, Instant::now());
                 Adopted::Running { handle: handle.unwrap_or(key) }
             }
         }
@@ -373,8 +455,21 @@ impl Backend for RayBackend {
         &self.cfg.name
     }
 
+    /// Ray's nodes, each with what work Berth did not start uses there now (see [`usage`]).
     fn nodes(&self) -> Vec<Node> {
-        self.nodes.read().unwrap_or_else(|e| e.into_inner()).clone()
+        let listed = self.nodes.read().unwrap_or_else(|e| e.into_inner());
+        let report = self.lock_report();
+        let ledger = self.lock_ledger();
+        let now = now_us();
+        listed
+            .iter()
+            .map(|l| Node { used_outside: usage::outside(report.as_ref(), &ledger, &l.node.id, now), ..l.node.clone() })
+            .collect()
+    }
+
+    fn reported(&self) -> Option<Reported> {
+        let report = self.lock_report().clone()?;
+        Some(Reported { at_us: report.at_us, used: report.used })
     }
 
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {
@@ -385,8 +480,8 @@ impl Backend for RayBackend {
         Box::pin(async move { self.stop_run(&run).await })
     }
 
-    fn adopt(&self, run: RunId, handle: Option<String>) -> BoxFuture<'_, Adopted> {
-        Box::pin(self.adopt_run(run, handle))
+    fn adopt(&self, spec: StartSpec, handle: Option<String>) -> BoxFuture<'_, Adopted> {
+        Box::pin(self.adopt_run(spec, handle))
     }
 
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>> {
@@ -411,10 +506,14 @@ async fn nodes_task(backend: Weak<RayBackend>) {
 async fn status_task(backend: Weak<RayBackend>) {
     loop {
         let Some(b) = backend.upgrade() else { return };
-        let every = b.cfg.poll_interval;
-        b.poll_once().await;
+        let started = Instant::now();
+        let asked = b.poll_once().await;
+        tracing::trace!(asked, round_ms = started.elapsed().as_millis() as u64, "Ray status round");
+        // The next round after the interval, or later to keep within the request rate.
+        let budget = Duration::from_secs_f64(asked as f64 / f64::from(b.cfg.max_polls_per_s.max(1)));
+        let wait = b.cfg.poll_interval.max(budget).saturating_sub(started.elapsed());
         drop(b);
-        tokio::time::sleep(every).await;
+        tokio::time::sleep(wait).await;
     }
 }
 
@@ -483,10 +582,31 @@ fn outcome_of(job: &Value) -> Option<Outcome> {
     }
 }
 
+/// Berth's id of a Ray node: `NAME:<first 12 of Ray's id>`.
+fn node_id(backend: &str, ray_id: &str) -> String {
+    let short: String = ray_id.chars().take(12).collect();
+    format!("{backend}:{short}")
+}
+
+/// Berth's name of a Ray resource and the factor to Berth's unit; `None` for the ones Berth
+/// leaves out. `all` is every resource of the node.
+fn berth_resource(key: &str, all: &Map<String, Value>) -> Option<(&'static str, f64)> {
+    match key {
+        "CPU" => Some(("cpu", 1.0)),
+        "GPU" => Some(("gpu", 1.0)),
+        "memory" => Some(("memory_gb", 1.0 / GIB)),
+        "object_store_memory" => None,
+        k if k.starts_with("node:") => None,
+        // Ray's own `GPU` wins over a custom lower-case `gpu`.
+        "gpu" if all.contains_key("GPU") => None,
+        _ => Some(("", 1.0)),
+    }
+}
+
 /// Ray's node list as engine nodes (alive ones, sorted by id so a refresh compares equal).
-fn parse_nodes(backend: &str, body: &Value) -> Vec<Node> {
+fn parse_nodes(backend: &str, body: &Value) -> Vec<Listed> {
     let list = body.pointer("/data/result/result").and_then(Value::as_array).cloned().unwrap_or_default();
-    let mut nodes: Vec<Node> = list
+    let mut nodes: Vec<Listed> = list
         .iter()
         .filter(|n| n.get("state").and_then(Value::as_str) == Some("ALIVE"))
         .filter_map(|n| {
@@ -500,31 +620,31 @@ fn parse_nodes(backend: &str, body: &Value) -> Vec<Node> {
                 }
             }
             labels.entry("backend".into()).or_insert_with(|| "ray".into());
-            let mut capacity: Vec<(String, Milli)> = Vec::new();
+            let mut capacity: Vec<(Name, Milli)> = Vec::new();
+            let mut keys = Vec::new();
             if let Some(r) = n.get("resources_total").and_then(Value::as_object) {
                 for (k, v) in r {
-                    let Some(x) = v.as_f64() else { continue };
-                    let (name, x) = match k.as_str() {
-                        "CPU" => ("cpu".to_string(), x),
-                        "GPU" => ("gpu".to_string(), x),
-                        // Rounded down: a request of the whole node must still fit in Ray.
-                        "memory" => ("memory_gb".to_string(), (x / GIB * 1000.0).floor() / 1000.0),
-                        "object_store_memory" => continue,
-                        k if k.starts_with("node:") => continue,
-                        // Ray's own `GPU` wins over a custom lower-case `gpu`.
-                        "gpu" if r.contains_key("GPU") => continue,
-                        k => (k.to_string(), x),
-                    };
+                    let (Some(x), Some((name, factor))) = (v.as_f64(), berth_resource(k, r)) else { continue };
+                    let name: Name = if name.is_empty() { k.as_str().into() } else { name.into() };
+                    // Memory is rounded down: a request of the whole node must still fit in Ray.
+                    let x = if factor == 1.0 { x } else { (x * factor * 1000.0).floor() / 1000.0 };
                     if let Some(m) = Milli::from_f64(x) {
-                        capacity.push((name, m));
+                        capacity.push((name.clone(), m));
                     }
+                    keys.push((usage::camel_case(k), name, factor));
                 }
             }
-            let short: String = ray_id.chars().take(12).collect();
-            Some(Node { id: format!("{backend}:{short}").into(), backend: backend.into(), labels, capacity: Resources::new(capacity) })
+            let node = Node {
+                id: node_id(backend, ray_id).into(),
+                backend: backend.into(),
+                labels,
+                capacity: Resources::new(capacity),
+                used_outside: Resources::default(),
+            };
+            Some(Listed { node, ray_id: ray_id.to_string(), keys })
         })
         .collect();
-    nodes.sort_by(|a, b| a.id.cmp(&b.id));
+    nodes.sort_by(|a, b| a.node.id.cmp(&b.node.id));
     nodes
 }
 
@@ -612,7 +732,9 @@ mod tests {
         ]}}});
         let nodes = parse_nodes("ray", &body);
         assert_eq!(nodes.len(), 1);
-        let n = &nodes[0];
+        assert_eq!(nodes[0].ray_id, "7f5033466a00ef22e3603ec5");
+        assert!(nodes[0].keys.iter().any(|(camel, name, _)| camel == "CPU" && &**name == "cpu"));
+        let n = &nodes[0].node;
         assert_eq!(&*n.id, "ray:7f5033466a00");
         assert_eq!(&*n.backend, "ray");
         assert_eq!(n.labels.get("pool").map(String::as_str), Some("test"));

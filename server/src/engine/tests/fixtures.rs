@@ -148,7 +148,7 @@ pub fn labels(pairs: &[(&str, &str)]) -> Labels {
 
 /// A node of backend `local` with no labels and no capacity yet.
 pub fn node(id: &str) -> Node {
-    Node { id: id.into(), backend: "local".into(), labels: Labels::new(), capacity: Resources::default() }
+    Node { id: id.into(), backend: "local".into(), labels: Labels::new(), capacity: Resources::default(), used_outside: Resources::default() }
 }
 
 impl Node {
@@ -159,6 +159,12 @@ impl Node {
 
     pub fn cap(mut self, amounts: &[(&str, i64)]) -> Self {
         self.capacity = Resources::units(amounts);
+        self
+    }
+
+    /// Capacity other schedulers' work takes on the node.
+    pub fn outside(mut self, amounts: &[(&str, i64)]) -> Self {
+        self.used_outside = Resources::units(amounts);
         self
     }
 

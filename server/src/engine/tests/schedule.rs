@@ -374,6 +374,24 @@ fn builtin_default_queue_and_competition_between_queues() {
             ),
         },
         Case {
+            name: "capacity used outside Berth is not free: the smaller job fits, the larger waits, saying why",
+            config: local().queue(unlimited("a")).compile(),
+            nodes: vec![node("n1").cap(&[("cpu", 4)]).outside(&[("cpu", 3)])],
+            running: vec![],
+            pending: vec![pending("big", "a").req(&[("cpu", 2)]).at(1), pending("small", "a").req(&[("cpu", 1)]).at(2)],
+            want: plan(
+                vec![admit("small", "a", &[("local", &["cpu"])], "n1")],
+                vec![],
+                vec![wait(
+                    "big",
+                    "a",
+                    1,
+                    "queue a: flavor local: the only matching node, n1, has no room for cpu 2 \
+                     (capacity cpu 4, of which 3 in use outside Berth)",
+                )],
+            ),
+        },
+        Case {
             name: "queues compete for nodes: higher priority head first",
             config: local().queue(unlimited("a")).queue(unlimited("b")).compile(),
             nodes: vec![node("n1").cap(&[("cpu", 4)])],
