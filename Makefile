@@ -12,20 +12,24 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 BERTH_ADDR ?= 127.0.0.1:3000
 BERTH_DATABASE_URL ?= sqlite://data/berth.db
+# Anonymous local mode (no sign-in) on loopback; `make run BERTH_ACCESS=` to require tokens.
+BERTH_ACCESS ?= --anonymous
 
 .PHONY: run test build site server deps-run deps-test unit e2e bench release clean-site
 
 ## run: install what is missing, build, serve on http://$(BERTH_ADDR) with SQLite
 run: deps-run build
-	BERTH_SITE_ROOT=$(SITE) $(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL)
+	BERTH_SITE_ROOT=$(SITE) $(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS)
 
-## test: unit + integration (SQLite, PostgreSQL, a real Ray head) + browser tests in headless Chromium
+## test: unit + integration (SQLite, PostgreSQL, a real Ray head) + schemathesis against the OpenAPI
+## document + browser tests in headless Chromium
 test: deps-test build
 	@start=$$(date +%s); \
 	export BERTH_TEST_PG_URL=$$(.ci/pg.sh start); \
 	BERTH_TEST_RAY_URL=$$(.ci/ray.sh start) || exit 1; export BERTH_TEST_RAY_URL; \
 	trap '.ci/ray.sh stop' EXIT; \
 	cargo test --workspace --exclude berth-frontend && \
+	BERTH_BIN=$(BIN) .ci/schemathesis.sh && \
 	$(MAKE) --no-print-directory e2e && \
 	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
 

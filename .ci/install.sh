@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Berth's build and tests need and is missing; idempotent, skips what is there.
 #   .ci/install.sh run    - enough to build and serve: the wasm target, wasm-bindgen-cli, ECharts (npm)
-#   .ci/install.sh test   - plus PostgreSQL, Chromium (Debian) and the end2end npm packages
+#   .ci/install.sh test   - plus PostgreSQL, Chromium (Debian), the end2end npm packages and the
+#                           Python venvs of Ray and schemathesis (PyPI)
 #   .ci/install.sh bench  - plus GNU parallel (a peer in the runtime bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +35,8 @@ apt_missing=()
 command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
 command -v curl >/dev/null 2>&1 || apt_missing+=(curl)   # .ci/ray.sh probes Ray with it
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_missing+=(postgresql)
+# python3 -m venv (the Ray and schemathesis venvs) needs ensurepip, a separate package on Debian.
+python3 -c 'import ensurepip' >/dev/null 2>&1 || apt_missing+=(python3-venv)
 # GNU parallel: a peer in the runtime bench only.
 [ "$what" = bench ] && ! command -v parallel >/dev/null 2>&1 && apt_missing+=(parallel)
 if [ ${#apt_missing[@]} -gt 0 ]; then
@@ -51,6 +54,9 @@ fi
 
 # Ray for the Ray backend's tests: a cached venv (ray[default] from PyPI), see .ci/ray.sh.
 .ci/ray.sh install
+
+# schemathesis for the API's conformance stage: a cached venv, see .ci/schemathesis.sh.
+.ci/schemathesis.sh install
 
 if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
   say "installing end2end npm packages"

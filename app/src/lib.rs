@@ -1,8 +1,9 @@
 //! Berth's shared crate: used by the server (feature `ssr`) and by the browser (`hydrate`).
 //!
-//! `config`, `api`, `jobs` and `preview` are pure and wasm-safe; `ui` is the Leptos dashboard.
+//! `config`, `api`, `auth`, `jobs` and `preview` are pure and wasm-safe; `ui` is the Leptos dashboard.
 
 pub mod api;
+pub mod auth;
 pub mod config;
 pub mod jobs;
 pub mod preview;

@@ -26,12 +26,11 @@ async function openEditor() {
   await hydrated(page);
 }
 
-/** The review dialog: message, author, confirm; waits for the "applied" banner. */
-async function applyInUi(message, author = 'carol') {
+/** The review dialog: message, confirm. The author is whoever is signed in. */
+async function applyInUi(message) {
   await page.click('[data-testid=review-apply]');
   await page.waitForSelector('[data-testid=review]');
   await page.fill('#apply-message', message);
-  await page.fill('#apply-author', author);
   await page.click('[data-testid=confirm-apply]');
 }
 
@@ -75,7 +74,7 @@ test('adding a flavor and a queue quota that references it', async () => {
   await page.waitForSelector('[data-testid=applied]');
   const v = await getVersion(server.url);
   assert.equal(v.version, 2);
-  assert.equal(v.creator_id, 'carol');
+  assert.equal(v.creator_id, 'anonymous', 'the author is the caller, here anonymous local mode');
   assert.deepEqual(v.config.resource_queues[0].resource_groups[0].flavors[1],
     { name: 'spot', resources: [{ name: 'cpu', nominal_quota: 0 }, { name: 'gpu', nominal_quota: 8 }] });
   assert.deepEqual(v.config.resource_flavors[1].advanced_instance_config, { instance_type: 'g5.xlarge' });
@@ -117,7 +116,6 @@ test('apply with a message creates a version shown in the history', async () => 
   assert.match(await page.textContent('[data-testid=review] [data-testid=sbs-diff]'), /name: batch/);
   await screenshotBoth(page, 'review', { fullPage: false });
   await page.fill('#apply-message', 'rename default to batch');
-  await page.fill('#apply-author', 'dana');
   await page.click('[data-testid=confirm-apply]');
   await page.waitForSelector('[data-testid=applied] >> text=version 2');
   assert.match(await page.textContent('[data-testid=active-meta]'), /version 2/);
@@ -128,7 +126,7 @@ test('apply with a message creates a version shown in the history', async () => 
   const rows = page.locator('[data-testid=version-row]');
   assert.equal(await rows.count(), 2);
   const newest = await rows.nth(0).textContent();
-  for (const want of [/v2/, /active/, /dana/, /rename default to batch/]) assert.match(newest, want);
+  for (const want of [/v2/, /active/, /anonymous/, /rename default to batch/]) assert.match(newest, want);
   assert.doesNotMatch(await rows.nth(1).textContent(), /active/);
   await screenshotBoth(page, 'history');
 });
@@ -183,13 +181,13 @@ test('a draft gets a conflict when someone applied meanwhile, and nothing is ove
   await page.click('[data-testid=add-flavor]');
   await page.fill('#f-resource_flavors-1-name', 'mine');
   // Someone else applies through the REST API while the draft is open.
-  await applyConfig(server.url, GPU_CONFIG, { user: 'erin', message: 'theirs' });
+  await applyConfig(server.url, GPU_CONFIG, { message: 'theirs' });
   await applyInUi('my flavor');
   await page.waitForSelector('[data-testid=conflict]');
   assert.match(await page.textContent('[data-testid=conflict]'), /Version 2 was applied after your draft was started from version 1/);
   const active = await getVersion(server.url);
   assert.equal(active.version, 2);
-  assert.equal(active.creator_id, 'erin');
+  assert.equal(active.message, 'theirs');
   assert.ok(await page.isDisabled('[data-testid=review-apply]'));
 
   await page.click('[data-testid=show-conflict-diff]');

@@ -22,18 +22,23 @@ async function freePort() {
   });
 }
 
+/** The first admin token of servers started with `auth: true`. */
+export const ADMIN_TOKEN = 'berth_e2e_admin_token_0123456789';
+
 /**
  * Starts a server; returns { url, dir, port, stop, log }. Pass the `dir` and `port` of a
- * stopped one to restart it on the same database; `args` are extra `serve` flags.
+ * stopped one to restart it on the same database; `args` are extra `serve` flags. It runs in
+ * anonymous local mode unless `auth` is set (then ADMIN_TOKEN is its first admin token).
  */
-export async function startServer({ dir, port, args = [] } = {}) {
+export async function startServer({ dir, port, args = [], auth = false } = {}) {
   const bin = process.env.BERTH_BIN;
   if (!bin) throw new Error('BERTH_BIN is not set: run through `make e2e` or `make test`');
   dir ??= mkdtempSync(join(tmpdir(), 'berth-e2e-'));
   port ??= await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', `sqlite://${dir}/berth.db`, '--data-dir', `${dir}/data`, ...args], {
-    env: { ...process.env, RUST_LOG: 'warn' },
+  const access = auth ? [] : ['--anonymous'];
+  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', `sqlite://${dir}/berth.db`, '--data-dir', `${dir}/data`, ...access, ...args], {
+    env: { ...process.env, RUST_LOG: 'warn', BERTH_ADMIN_TOKEN: ADMIN_TOKEN },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
@@ -85,6 +90,9 @@ export async function startBrowser() {
       return route.continue();
     });
     page.on('pageerror', (e) => page.errors.push(String(e)));
+    // Content-Security-Policy refusals are errors too.
+    await page.addInitScript(() => document.addEventListener('securitypolicyviolation', (e) =>
+      console.error(`CSP violation: ${e.violatedDirective} ${e.blockedURI}`)));
     page.on('console', (m) => m.type() === 'error' && page.errors.push(m.text()));
     return page;
   }
@@ -103,12 +111,17 @@ export async function screenshot(page, name, { fullPage = true } = {}) {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}-${width}.png`), fullPage });
 }
 
-/** Applies a config through the REST API as `user`. */
-export async function applyConfig(url, yaml, { user = 'alice', message } = {}) {
+/** `Authorization` for `token` (none: anonymous). */
+function auth(token) {
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
+
+/** Applies a config through the REST API (with `token`, else anonymously). */
+export async function applyConfig(url, yaml, { token, message } = {}) {
   const q = message ? `?message=${encodeURIComponent(message)}` : '';
   const r = await fetch(`${url}/api/v1/scheduler/config${q}`, {
     method: 'POST',
-    headers: { 'content-type': 'application/yaml', 'x-berth-user': user },
+    headers: { 'content-type': 'application/yaml', ...auth(token) },
     body: yaml,
   });
   const body = await r.json();
@@ -129,8 +142,8 @@ export async function screenshotBoth(page, name, options) {
 }
 
 /** GET a JSON document of the REST API. */
-export async function getJson(url, path) {
-  const r = await fetch(url + path);
+export async function getJson(url, path, token) {
+  const r = await fetch(url + path, { headers: auth(token) });
   const body = await r.json();
   if (!r.ok) throw new Error(`GET ${path} failed: ${JSON.stringify(body)}`);
   return body;
@@ -142,15 +155,27 @@ export async function getVersion(url, version = 'active') {
 }
 
 /** Submits a job through the REST API; returns the job (a rejection throws). */
-export async function submitJob(url, job, user = 'alice') {
+export async function submitJob(url, job, token) {
   const r = await fetch(`${url}/api/v1/jobs`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-berth-user': user },
+    headers: { 'content-type': 'application/json', ...auth(token) },
     body: JSON.stringify(job),
   });
   const body = await r.json();
   if (!r.ok) throw new Error(`submit failed: ${JSON.stringify(body)}`);
   return body;
+}
+
+/** Creates a token for `user` with `role` (with the admin token); its secret. */
+export async function createToken(url, user, role) {
+  const r = await fetch(`${url}/api/v1/tokens`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...auth(ADMIN_TOKEN) },
+    body: JSON.stringify({ user, role }),
+  });
+  const body = await r.json();
+  if (!r.ok) throw new Error(`token creation failed: ${JSON.stringify(body)}`);
+  return body.secret;
 }
 
 /** Polls `f` until it returns something truthy (or throws after `timeout` ms). */

@@ -40,7 +40,7 @@ async function recordWorkload() {
   for (let i = 0; i < 6; i++) {
     const r = await fetch(`${server.url}/api/v1/jobs`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-berth-user': 'bob' },
+      headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ entrypoint: 'sleep 1', resources: { cpu: 0.5 } }),
     });
     assert.equal(r.status, 201, await r.text());

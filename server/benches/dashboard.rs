@@ -17,7 +17,7 @@ const ROUNDS: usize = 40;
 
 fn serve(dir: &std::path::Path, port: u16) -> Child {
     Command::new(BIN)
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
         .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
         .args(["--data-dir", &format!("{}/data", dir.display())])
         .env("RUST_LOG", "warn")

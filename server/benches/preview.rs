@@ -290,7 +290,7 @@ async fn main() {
         let Some(db) = fresh_db(kind).await else { continue };
         let config = Arc::new(ConfigService::new(ConfigStore::new(db.clone())));
         config.ensure_initial().await.unwrap();
-        config.apply(&active, &ApplyMeta { creator_id: "bench".into(), ..Default::default() }).await.unwrap();
+        config.apply(&server::auth::Caller::anonymous(), &active, &ApplyMeta::default()).await.unwrap();
         let store = JobStore::new(db.clone());
         let t = Instant::now();
         for chunk in rows.chunks(2000) {

@@ -46,7 +46,7 @@ impl Server {
         std::fs::create_dir_all(&dir).unwrap();
         let log = std::fs::File::create(dir.join("server.log")).unwrap();
         let child = Command::new(BIN)
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
             .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
             .args(["--data-dir", &format!("{}/data", dir.display())])
             .args(extra)

@@ -66,11 +66,12 @@ async fn fill(db: &Db, config: &SchedulerConfig, n: i64) {
 
 async fn measure(db: Db, config: &SchedulerConfig) -> ((f64, f64), (f64, f64)) {
     let service = ConfigService::new(ConfigStore::new(db));
-    let meta = ApplyMeta { creator_id: "bench".into(), message: Some("bench".into()), expected_active_version: None };
+    let meta = ApplyMeta { message: Some("bench".into()), ..ApplyMeta::default() };
+    let caller = server::auth::Caller::anonymous();
     let mut applies = Vec::with_capacity(APPLY_SAMPLES);
     for _ in 0..APPLY_SAMPLES {
         let t = Instant::now();
-        service.apply(config, &meta).await.unwrap();
+        service.apply(&caller, config, &meta).await.unwrap();
         applies.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let mut lists = Vec::with_capacity(LIST_SAMPLES);

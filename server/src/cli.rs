@@ -25,9 +25,10 @@ pub struct Cli {
     /// Server to talk to.
     #[arg(long, global = true, env = "BERTH_SERVER", default_value = "http://127.0.0.1:3000")]
     pub server: String,
-    /// User id sent to the server (recorded as creator of config versions).
-    #[arg(long, global = true, env = "BERTH_USER")]
-    pub user: Option<String>,
+    /// API token (`berth tokens create` makes one; the first admin token is printed when
+    /// the server first starts). Not needed when the server runs with `--anonymous`.
+    #[arg(long, global = true, env = "BERTH_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -59,12 +60,71 @@ pub enum Command {
     /// Batches of jobs with a concurrency limit (seed 002's stages).
     #[command(subcommand)]
     Stages(StagesCommand),
+    /// API tokens: create (the secret is shown once), list, revoke. Admins only.
+    #[command(subcommand)]
+    Tokens(TokensCommand),
+    /// The audit log: config applies and rollbacks, token changes, cancels, priority
+    /// changes, sign-ins. Admins only.
+    Audit(AuditArgs),
+    /// Who the server takes you for, and your role.
+    Whoami {
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+}
+
+/// `berth tokens …`.
+#[derive(Debug, Subcommand)]
+pub enum TokensCommand {
+    /// Create a token for USER with ROLE; prints the secret (only now, never again).
+    Create {
+        /// Whom the token identifies (recorded as submitter and config author).
+        #[arg(long)]
+        user: String,
+        /// viewer, submitter, editor or admin.
+        #[arg(long)]
+        role: String,
+        /// A note to tell tokens apart, e.g. "CI" or "laptop".
+        #[arg(long)]
+        label: Option<String>,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Every token (revoked ones too), newest first.
+    List {
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Revoke token ID: refused from its next request on, its dashboard sessions end.
+    Revoke {
+        id: String,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+}
+
+/// `berth audit`.
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only this action (config.apply, config.rollback, token.create, token.revoke,
+    /// job.cancel, job.priority, session.signin).
+    #[arg(long)]
+    pub action: Option<String>,
+    /// Only this user's actions.
+    #[arg(long)]
+    pub actor: Option<String>,
+    #[arg(long, default_value_t = 50)]
+    pub max_items: i64,
+    #[arg(long)]
+    pub cursor: Option<String>,
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: Output,
 }
 
 impl Cli {
     /// A client of the server named on the command line.
     pub fn client(&self) -> Client {
-        Client::new(&self.server, self.user.clone())
+        Client::new(&self.server, self.token.clone())
     }
 
     /// Runs any command but `serve`; returns the process exit code.
@@ -77,6 +137,9 @@ impl Cli {
             Command::Nodes { output } => run_nodes(self, *output).await,
             Command::Events(args) => run_events(self, args).await,
             Command::Stages(c) => run_stages(self, c).await,
+            Command::Tokens(c) => crate::cli_auth::run_tokens(self, c).await,
+            Command::Audit(args) => crate::cli_auth::run_audit(self, args).await,
+            Command::Whoami { output } => crate::cli_auth::run_whoami(self, *output).await,
         }
     }
 }
@@ -146,6 +209,18 @@ pub struct ServeArgs {
     /// Days of resource history kept.
     #[arg(long, default_value_t = 14)]
     pub history_days: u64,
+    /// Anonymous local mode: callers without credentials act as an admin named
+    /// `anonymous`. Only allowed on a loopback address (`make run` uses it).
+    #[arg(long, env = "BERTH_ANONYMOUS")]
+    pub anonymous: bool,
+    /// A directory jobs may use as `working_dir`, with everything under it (repeatable).
+    /// Default: the home directory and the system temp dir; `/` allows any.
+    #[arg(long = "workdir-root", value_name = "DIR")]
+    pub workdir_roots: Vec<PathBuf>,
+    /// Mark the session cookie `Secure` (set this when a TLS proxy fronts Berth; it is also
+    /// set for requests that arrive with `X-Forwarded-Proto: https`).
+    #[arg(long)]
+    pub secure_cookies: bool,
 }
 
 /// Output format of read commands.

@@ -199,7 +199,7 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
 }
 
 /// `value` as JSON or YAML, or for people through `text`.
-fn show<T: serde::Serialize>(output: Output, value: &T, text: impl FnOnce(&T)) {
+pub(crate) fn show<T: serde::Serialize>(output: Output, value: &T, text: impl FnOnce(&T)) {
     match output {
         Output::Json => print_json(value),
         Output::Yaml => print!("{}", serde_yaml::to_string(value).unwrap_or_default()),
@@ -207,7 +207,7 @@ fn show<T: serde::Serialize>(output: Output, value: &T, text: impl FnOnce(&T)) {
     }
 }
 
-fn finish(outcome: Result<(), ClientError>) -> i32 {
+pub(crate) fn finish(outcome: Result<(), ClientError>) -> i32 {
     match outcome {
         Ok(()) => 0,
         Err(e) => {

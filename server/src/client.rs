@@ -22,25 +22,26 @@ pub enum ClientError {
 #[derive(Debug, Clone)]
 pub struct Client {
     base: String,
-    user: Option<String>,
+    token: Option<String>,
     http: reqwest::Client,
 }
 
 impl Client {
-    /// A client of the server at `base` (e.g. `http://127.0.0.1:3000`), calling as `user`.
-    pub fn new(base: &str, user: Option<String>) -> Self {
-        Client { base: base.trim_end_matches('/').to_string(), user, http: reqwest::Client::new() }
+    /// A client of the server at `base` (e.g. `http://127.0.0.1:3000`), authenticated with
+    /// `token` (none: the server must run in anonymous mode).
+    pub fn new(base: &str, token: Option<String>) -> Self {
+        Client { base: base.trim_end_matches('/').to_string(), token, http: reqwest::Client::new() }
     }
 
-    fn request(&self, method: Method, path: &str) -> RequestBuilder {
-        let mut req = self.http.request(method, format!("{}{path}", self.base));
-        if let Some(user) = &self.user {
-            req = req.header(crate::http::identity::USER_HEADER, user);
+    pub(crate) fn request(&self, method: Method, path: &str) -> RequestBuilder {
+        let req = self.http.request(method, format!("{}{path}", self.base));
+        match &self.token {
+            Some(token) => req.bearer_auth(token),
+            None => req,
         }
-        req
     }
 
-    async fn send<T: DeserializeOwned>(&self, req: RequestBuilder) -> Result<T, ClientError> {
+    pub(crate) async fn send<T: DeserializeOwned>(&self, req: RequestBuilder) -> Result<T, ClientError> {
         let resp = req.send().await.map_err(|source| ClientError::Unreachable { url: self.base.clone(), source })?;
         let status = resp.status();
         let body = resp.text().await.map_err(|source| ClientError::Unreachable { url: self.base.clone(), source })?;

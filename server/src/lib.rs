@@ -6,7 +6,9 @@
 //! `engine` is pure: a snapshot in, a plan out; `preview` replays recorded workload through
 //! it under a draft config.
 
+pub mod auth;
 pub mod cli;
+pub mod cli_auth;
 pub mod cli_jobs;
 pub mod cli_preview;
 pub mod client;

@@ -32,11 +32,13 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
     let shutdown = state.shutdown.clone();
     let app = crate::http::router(state, leptos);
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
-    tracing::info!(addr = %args.addr, database = %redact_url(&args.database_url), "berth is serving on http://{}", args.addr);
+    tracing::info!(addr = %args.addr, database = %redact_url(&args.database_url), anonymous = args.anonymous, "berth is serving on http://{}", args.addr);
     let stopping = async move {
         shutdown_signal().await;
         shutdown.send_replace(true);
     };
+    // The peer address is what sign-in attempts are counted by.
+    let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(stopping).await?;
     Ok(())
 }
@@ -44,6 +46,18 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
 /// The runtime's settings and the local backend, from the command line.
 pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
     let mut options = RuntimeOptions::local(args.data_dir.clone());
+    if args.anonymous && !args.addr.ip().is_loopback() {
+        bail!(
+            "--anonymous: refused on {}: anonymous mode lets anyone who can connect act as an admin, so it is only allowed on a loopback address (127.0.0.1, ::1); use API tokens instead",
+            args.addr
+        );
+    }
+    options.access = crate::state::Access {
+        anonymous: args.anonymous,
+        admin_token: std::env::var("BERTH_ADMIN_TOKEN").ok().filter(|t| !t.trim().is_empty()),
+        secure_cookies: args.secure_cookies,
+    };
+    options.settings.workdir_roots = workdir_roots(args)?;
     let ms = std::time::Duration::from_millis;
     options.settings.tick = ms(args.tick_ms.max(10));
     options.settings.retry_backoff = ms(args.retry_backoff_ms);
@@ -59,6 +73,7 @@ pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
         bail!("--kill-grace-s: must be between 0 and 3600 seconds, got {}", args.kill_grace_s);
     }
     local.kill_grace = std::time::Duration::from_secs_f64(args.kill_grace_s);
+    local.workdir_roots = options.settings.workdir_roots.clone();
     let mut resources: Vec<(String, f64)> = local.capacity.iter().map(|(n, m)| (n.to_string(), m.as_f64())).collect();
     let mut set = |name: &str, amount: f64, flag: &str| -> Result<()> {
         if !(amount.is_finite() && amount >= 0.0) {
@@ -99,6 +114,24 @@ pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
         local.labels.insert(k.trim().to_string(), v.trim().to_string());
     }
     Ok(options)
+}
+
+/// `--workdir-root` directories (absolute), or the home and temp directories; `/` means any.
+fn workdir_roots(args: &ServeArgs) -> Result<Vec<PathBuf>> {
+    let mut roots = args.workdir_roots.clone();
+    if roots.is_empty() {
+        roots.extend(std::env::var_os("HOME").map(PathBuf::from));
+        roots.push(std::env::temp_dir());
+    }
+    for root in &roots {
+        if !root.is_absolute() {
+            bail!("--workdir-root: `{}` must be an absolute path", root.display());
+        }
+    }
+    if roots.iter().any(|r| r == std::path::Path::new("/")) {
+        return Ok(Vec::new());
+    }
+    Ok(roots)
 }
 
 /// The Ray clusters of `--ray NAME=URL`, with their tokens and limits.

@@ -6,6 +6,9 @@ use app::config::diff::{diff_labeled, ConfigDiff};
 use app::config::validate::validate;
 use app::config::{Report, SchedulerConfig};
 
+use app::auth::Role;
+
+use crate::auth::{Caller, Denied};
 use crate::store::{ApplyMeta, ConfigStore, StoreError};
 
 /// Largest page of versions a caller may ask for.
@@ -18,6 +21,8 @@ pub enum ServiceError {
     Invalid(Report),
     #[error("{0}")]
     BadRequest(String),
+    #[error(transparent)]
+    Forbidden(#[from] Denied),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -56,6 +61,7 @@ impl ConfigService {
             creator_id: "berth".into(),
             message: Some("initial config".into()),
             expected_active_version: Some(0),
+            rollback_of: None,
         };
         match self.store.apply(&SchedulerConfig::initial(), &meta).await {
             Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
@@ -63,8 +69,19 @@ impl ConfigService {
         }
     }
 
-    /// Validates and stores `config` as the new active version.
-    pub async fn apply(&self, config: &SchedulerConfig, meta: &ApplyMeta) -> Result<ApplyResponse, ServiceError> {
+    /// Validates and stores `config` as the new active version, made by `caller` (whatever
+    /// `meta.creator_id` says: the author is who is signed in).
+    pub async fn apply(&self, caller: &Caller, config: &SchedulerConfig, meta: &ApplyMeta) -> Result<ApplyResponse, ServiceError> {
+        caller.require(Role::Editor, "applying a config")?;
+        let meta = ApplyMeta { creator_id: caller.user.clone(), ..meta.clone() };
+        self.store_version(config, &meta).await
+    }
+
+    async fn store_version(&self, config: &SchedulerConfig, meta: &ApplyMeta) -> Result<ApplyResponse, ServiceError> {
+        // PostgreSQL cannot store a NUL character (the validator refuses one in the config).
+        if meta.message.as_deref().is_some_and(|t| t.contains('\0')) {
+            return Err(ServiceError::BadRequest("message: must not contain a NUL character".into()));
+        }
         let report = validate(config);
         if report.has_errors() {
             return Err(ServiceError::Invalid(report));
@@ -97,14 +114,15 @@ impl ConfigService {
     }
 
     /// Applies a copy of version `version` as a new version whose message says so.
-    pub async fn rollback(&self, version: i64, meta: &ApplyMeta) -> Result<ApplyResponse, ServiceError> {
+    pub async fn rollback(&self, caller: &Caller, version: i64, meta: &ApplyMeta) -> Result<ApplyResponse, ServiceError> {
+        caller.require(Role::Editor, "rolling back the config")?;
         let target = self.store.get(Some(version)).await?;
         let message = match &meta.message {
             Some(why) => format!("rollback to version {version}: {why}"),
             None => format!("rollback to version {version}"),
         };
-        let meta = ApplyMeta { message: Some(message), ..meta.clone() };
-        self.apply(&target.config, &meta).await
+        let meta = ApplyMeta { message: Some(message), creator_id: caller.user.clone(), rollback_of: Some(version), ..meta.clone() };
+        self.store_version(&target.config, &meta).await
     }
 
     /// Structural and text diff from version `from` to version `to`. Defaults: `to` is the

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use crate::auth::Auth;
 use crate::db::Db;
 use crate::runtime::backend::{Backend, Registry};
 use crate::runtime::local::{LocalBackend, LocalConfig};
@@ -18,6 +19,10 @@ pub struct AppState {
     pub db: Db,
     pub config: Arc<ConfigService>,
     pub runtime: Runtime,
+    /// Tokens, sessions, the audit log, and whether anonymous callers are let in.
+    pub auth: Arc<Auth>,
+    /// Mark the session cookie `Secure`.
+    pub secure_cookies: bool,
     /// Set once the server begins shutting down: long-lived responses (the event stream)
     /// end so a graceful shutdown does not wait on open browser tabs.
     pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
@@ -30,16 +35,28 @@ pub struct RuntimeOptions {
     pub settings: Settings,
     pub local: Option<LocalConfig>,
     pub ray: Vec<RayConfig>,
+    pub access: Access,
+}
+
+/// Who gets in.
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// Anonymous local mode: callers without credentials act as an admin.
+    pub anonymous: bool,
+    /// The first admin token's secret on a fresh database (else one is made and printed).
+    pub admin_token: Option<String>,
+    pub secure_cookies: bool,
 }
 
 impl RuntimeOptions {
-    /// Defaults with runs kept under `data_dir` and a local backend with the host's cores
-    /// and memory.
+    /// Defaults with runs kept under `data_dir`, a local backend with the host's cores and
+    /// memory, and anonymous access (`berth serve` turns it off unless `--anonymous`).
     pub fn local(data_dir: std::path::PathBuf) -> Self {
         RuntimeOptions {
             local: Some(LocalConfig::detect(data_dir.clone())),
             ray: Vec::new(),
             settings: Settings { data_dir, ..Settings::default() },
+            access: Access { anonymous: true, admin_token: None, secure_cookies: false },
         }
     }
 }
@@ -50,6 +67,12 @@ impl AppState {
     pub async fn start(db: Db, options: RuntimeOptions) -> anyhow::Result<Self> {
         let config = Arc::new(ConfigService::new(crate::store::ConfigStore::new(db.clone())));
         config.ensure_initial().await.context("cannot prepare the config store")?;
+        let auth = Arc::new(Auth::new(db.clone(), options.access.anonymous));
+        let made = auth.bootstrap(options.access.admin_token.as_deref()).await.context("cannot create the first admin token")?;
+        if let Some(secret) = made {
+            // Printed, not logged: it is shown this once and never stored in the clear.
+            eprintln!("berth: first start: the admin token is\n\n    {secret}\n\nKeep it: it is shown only now. Use it with `berth --token …` or to sign in to the dashboard.");
+        }
         let (exits_tx, exits_rx) = tokio::sync::mpsc::unbounded_channel();
         let mut backends = Registry::default();
         if let Some(local) = options.local {
@@ -68,6 +91,13 @@ impl AppState {
         let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings)
             .await
             .context("cannot start the admission loop")?;
-        Ok(AppState { db, config, runtime, shutdown: Arc::new(tokio::sync::watch::channel(false).0) })
+        Ok(AppState {
+            db,
+            config,
+            runtime,
+            auth,
+            secure_cookies: options.access.secure_cookies,
+            shutdown: Arc::new(tokio::sync::watch::channel(false).0),
+        })
     }
 }

@@ -30,6 +30,8 @@ pub struct ApplyMeta {
     pub creator_id: String,
     pub message: Option<String>,
     pub expected_active_version: Option<i64>,
+    /// Set when this apply restores an older version (audited as a rollback).
+    pub rollback_of: Option<i64>,
 }
 
 /// Outcome of a successful apply.
@@ -89,9 +91,12 @@ impl ConfigStore {
         sqlx::query("INSERT INTO events (at_us, kind, config_version, message) VALUES ($1, 'config_applied', $2, $3)")
             .bind(Utc::now().timestamp_micros())
             .bind(version)
-            .bind(message)
+            .bind(&message)
             .execute(&mut *tx)
             .await?;
+        let action = if meta.rollback_of.is_some() { "config.rollback" } else { "config.apply" };
+        let target = format!("version {version}");
+        crate::auth::write_audit(&mut tx, &crate::auth::AuditRecord { actor: &meta.creator_id, action, target: &target, detail: message }).await?;
         tx.commit().await?;
         Ok(Applied { version, previous })
     }

@@ -4,16 +4,20 @@
 use std::sync::Arc;
 
 use app::api::{ConfigVersion, VersionPage};
+use app::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use app::config::diff::ConfigDiff;
 use app::config::parse::{parse, Format};
 use app::jobs::{EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
 use app::preview::PreviewReport;
 use app::ui::backend::{Answer, Backend, SharedBackend};
 use app::ui::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
+use axum::http::request::Parts;
 use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
+use crate::auth::{AuthError, Caller};
+use crate::http::auth::CspNonce;
 use crate::http::body::Params;
 use crate::http::error::ApiError;
 use crate::http::jobs::{event_query, history_query, job_query, last_lines, tail_bytes};
@@ -33,7 +37,13 @@ pub fn dashboard(state: AppState, options: LeptosOptions) -> Router {
         .leptos_routes_with_context(
             &options,
             routes,
-            move || provide_context(backend.clone()),
+            move || {
+                provide_context(backend.clone());
+                // The nonce the auth middleware put in this response's Content-Security-Policy.
+                if let Some(nonce) = use_context::<Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned()) {
+                    provide_context(leptos::nonce::Nonce::from_value(nonce.0));
+                }
+            },
             move || app::ui::shell(shell_options.clone()),
         )
         .fallback(leptos_axum::file_and_error_handler(app::ui::shell))
@@ -48,25 +58,27 @@ fn failed(e: RuntimeError) -> String {
     ApiError::from(e).message
 }
 
-/// A URL query string as the REST handlers' parameters.
-fn params(query: &str) -> Result<Params, String> {
-    serde_urlencoded::from_str(query).map(Params).map_err(|e| format!("malformed query: {e}"))
+fn refused(e: AuthError) -> String {
+    ApiError::from(e).message
 }
 
-/// Who acts from the dashboard until sign-in exists: the name typed in, or `dashboard`.
-fn actor(by: &str) -> String {
-    match by.trim() {
-        "" => "dashboard".into(),
-        name => name.chars().take(128).collect(),
-    }
+/// A URL query string as the REST handlers' parameters.
+fn params(query: &str) -> Result<Params, String> {
+    Params::parse(query).map_err(|e| e.message)
+}
+
+/// The signed-in caller of the request being served, as the auth middleware found it.
+fn caller() -> Result<Caller, String> {
+    use_context::<Parts>()
+        .and_then(|p| p.extensions.get::<Caller>().cloned())
+        .ok_or_else(|| "you are not signed in".to_string())
 }
 
 fn meta(input: ApplyInput) -> ApplyMeta {
-    let author = input.author.trim();
     ApplyMeta {
-        creator_id: if author.is_empty() { "dashboard".into() } else { author.chars().take(128).collect() },
         message: input.message.filter(|m| !m.trim().is_empty()),
         expected_active_version: input.expected_active_version,
+        ..ApplyMeta::default()
     }
 }
 
@@ -83,6 +95,37 @@ fn outcome(result: Result<app::api::ApplyResponse, ServiceError>) -> Result<Appl
 }
 
 impl Backend for AppState {
+    fn whoami(&self) -> Option<Whoami> {
+        caller().ok().map(|c| c.whoami())
+    }
+
+    fn tokens(&self) -> Answer<'_, Vec<TokenInfo>> {
+        let caller = caller();
+        Box::pin(async move { self.auth.tokens(&caller?).await.map_err(refused) })
+    }
+
+    fn create_token(&self, new: NewToken) -> Answer<'_, CreatedToken> {
+        let caller = caller();
+        Box::pin(async move { self.auth.create_token(&caller?, &new).await.map_err(refused) })
+    }
+
+    fn revoke_token(&self, id: String) -> Answer<'_, TokenInfo> {
+        let caller = caller();
+        Box::pin(async move { self.auth.revoke(&caller?, &id).await.map_err(refused) })
+    }
+
+    fn audit(&self, query: String) -> Answer<'_, AuditPage> {
+        let caller = caller();
+        Box::pin(async move {
+            let p = params(&query)?;
+            let limit = p.get_i64("max_items").map_err(|e| e.message)?.unwrap_or(50).clamp(1, 1000);
+            let cursor = p.get_i64("cursor").map_err(|e| e.message)?;
+            let action = p.get("action").filter(|a| !a.is_empty());
+            let actor = p.get("actor").filter(|a| !a.is_empty());
+            self.auth.audit(&caller?, action, actor, cursor, limit).await.map_err(refused)
+        })
+    }
+
     fn config(&self, version: Option<i64>) -> Answer<'_, ConfigVersion> {
         Box::pin(async move { self.config.get(version).await.map_err(message) })
     }
@@ -96,17 +139,19 @@ impl Backend for AppState {
     }
 
     fn apply(&self, yaml: String, input: ApplyInput) -> Answer<'_, ApplyOutcome> {
+        let caller = caller();
         Box::pin(async move {
             let config = match parse(&yaml, Format::Yaml) {
                 Ok(c) => c,
                 Err(problems) => return Ok(ApplyOutcome::Invalid { problems }),
             };
-            outcome(self.config.apply(&config, &meta(input)).await)
+            outcome(self.config.apply(&caller?, &config, &meta(input)).await)
         })
     }
 
     fn rollback(&self, version: i64, input: ApplyInput) -> Answer<'_, ApplyOutcome> {
-        Box::pin(async move { outcome(self.config.rollback(version, &meta(input)).await) })
+        let caller = caller();
+        Box::pin(async move { outcome(self.config.rollback(&caller?, version, &meta(input)).await) })
     }
 
     fn preview(&self, yaml: String, window: String, token: String) -> Answer<'_, PreviewReport> {
@@ -157,17 +202,20 @@ impl Backend for AppState {
         })
     }
 
-    fn cancel(&self, id: String, by: String) -> Answer<'_, Job> {
-        Box::pin(async move { self.runtime.cancel(&id, &actor(&by)).await.map_err(failed) })
+    fn cancel(&self, id: String) -> Answer<'_, Job> {
+        let caller = caller();
+        Box::pin(async move { self.runtime.cancel(&id, &caller?).await.map_err(failed) })
     }
 
-    fn set_priority(&self, id: String, priority: i64, by: String) -> Answer<'_, Job> {
-        Box::pin(async move { self.runtime.set_priority(&id, priority, &actor(&by)).await.map_err(failed) })
+    fn set_priority(&self, id: String, priority: i64) -> Answer<'_, Job> {
+        let caller = caller();
+        Box::pin(async move { self.runtime.set_priority(&id, priority, &caller?).await.map_err(failed) })
     }
 
-    fn submit(&self, request: JobRequest, by: String) -> Answer<'_, SubmitOutcome> {
+    fn submit(&self, request: JobRequest) -> Answer<'_, SubmitOutcome> {
+        let caller = caller();
         Box::pin(async move {
-            match self.runtime.submit(request, &actor(&by)).await {
+            match self.runtime.submit(request, &caller?).await {
                 Ok(job) => Ok(SubmitOutcome::Submitted(Box::new(job))),
                 Err(RuntimeError::Rejected(job)) => Ok(SubmitOutcome::Rejected(job)),
                 Err(RuntimeError::Invalid(message)) => Ok(SubmitOutcome::Invalid(message)),

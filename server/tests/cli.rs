@@ -10,11 +10,16 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_berth");
 const SEED: &str = include_str!("../../app/src/config/testdata/seed_example.yaml");
 
-/// A `berth serve` child on a free port over a fresh SQLite file; killed on drop.
+/// The first admin token of every test server (given, so the tests know it).
+const ADMIN_TOKEN: &str = "berth_test_admin_0123456789abcdef";
+
+/// A `berth serve` child on a free port over a fresh SQLite file, with authentication on;
+/// killed on drop. `berth` runs commands as carol, an editor, with her own token.
 struct Server {
     child: Child,
     url: String,
     dir: PathBuf,
+    token: String,
 }
 
 impl Server {
@@ -27,6 +32,7 @@ impl Server {
             .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
             .args(["--data-dir", &format!("{}/data", dir.display()), "--tick-ms", "50"])
             .env("RUST_LOG", "warn")
+            .env("BERTH_ADMIN_TOKEN", ADMIN_TOKEN)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -36,11 +42,20 @@ impl Server {
             assert!(Instant::now() < deadline, "berth serve did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        Server { child, url: format!("http://127.0.0.1:{port}"), dir }
+        let mut server = Server { child, url: format!("http://127.0.0.1:{port}"), dir, token: String::new() };
+        let out = server.berth_with(ADMIN_TOKEN, &["tokens", "create", "--user", "carol", "--role", "editor", "--label", "cli test"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        server.token = stdout(&out).trim().to_string();
+        assert!(server.token.starts_with("berth_"), "the secret is printed alone on stdout: {}", stdout(&out));
+        server
     }
 
     fn berth(&self, args: &[&str]) -> Output {
-        Command::new(BIN).args(["--server", &self.url, "--user", "carol"]).args(args).output().unwrap()
+        self.berth_with(&self.token, args)
+    }
+
+    fn berth_with(&self, token: &str, args: &[&str]) -> Output {
+        Command::new(BIN).args(["--server", &self.url, "--token", token]).args(args).output().unwrap()
     }
 
     fn file(&self, name: &str, text: &str) -> String {
@@ -246,4 +261,58 @@ fn preview_prints_the_impact_of_a_draft() {
     let out = server.berth(&["config", "preview", "-f", &bad]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("scheduling_rules[0].resource_queue"), "{}", stderr(&out));
+}
+
+#[test]
+fn tokens_roles_and_audit_from_the_cli() {
+    let server = Server::start();
+    let admin = |args: &[&str]| server.berth_with(ADMIN_TOKEN, args);
+    let out = admin(&["whoami"]);
+    assert_eq!(stdout(&out).trim(), "admin (admin, via token)");
+
+    // A viewer reads but may not apply; the refusal names the role it lacks.
+    let out = admin(&["tokens", "create", "--user", "vic", "--role", "viewer"]);
+    let vic = stdout(&out).trim().to_string();
+    assert!(out.status.success() && vic.starts_with("berth_"), "{}", stderr(&out));
+    let seed = server.file("seed.yaml", SEED);
+    let out = server.berth_with(&vic, &["config", "apply", "-f", &seed]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("applying a config needs the editor role; vic is a viewer"), "{}", stderr(&out));
+    assert!(server.berth_with(&vic, &["config", "versions"]).status.success());
+    let out = server.berth_with(&vic, &["tokens", "list"]);
+    assert_eq!(out.status.code(), Some(1), "only admins list tokens");
+
+    // The list shows vic's token; revoking it locks vic out at once.
+    let out = admin(&["tokens", "list", "-o", "json"]);
+    let tokens: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let id = tokens.as_array().unwrap().iter().find(|t| t["user"] == "vic").unwrap()["id"].as_str().unwrap().to_string();
+    assert!(!stdout(&out).contains(&vic), "secrets are never listed");
+    assert!(admin(&["tokens", "revoke", &id]).status.success());
+    let out = server.berth_with(&vic, &["config", "versions"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("not valid: unknown or revoked"), "{}", stderr(&out));
+
+    // Without a token the server (not anonymous) refuses.
+    let out = Command::new(BIN).args(["--server", &server.url, "config", "versions"]).env_remove("BERTH_TOKEN").output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("Authorization: Bearer"), "{}", stderr(&out));
+
+    let out = admin(&["audit", "-o", "json"]);
+    let page: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let actions: Vec<&str> = page["entries"].as_array().unwrap().iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(&actions[..3], ["token.revoke", "token.create", "token.create"], "newest first: {actions:?}");
+    let out = admin(&["audit", "--action", "token.revoke"]);
+    assert!(stdout(&out).contains(&id) && stdout(&out).contains("revoked the token of vic (viewer role)"), "{}", stdout(&out));
+}
+
+#[test]
+fn anonymous_mode_is_refused_off_loopback() {
+    let dir = std::env::temp_dir().join(format!("berth-cli-anon-{}", std::process::id()));
+    let out = Command::new(BIN)
+        .args(["serve", "--anonymous", "--addr", "0.0.0.0:0", "--database-url", &format!("sqlite://{}/berth.db", dir.display())])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--anonymous: refused on 0.0.0.0:0"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(dir);
 }

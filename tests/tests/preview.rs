@@ -9,10 +9,9 @@ use std::collections::BTreeSet;
 use app::jobs::{FlavorUse, JobRequest, JobState, ResourceRequest};
 use common::{fresh_database, Backend, TestApp};
 use serde_json::{json, Value};
-use server::db::Db;
 use server::runtime::local::LocalConfig;
 use server::runtime::store::{JobRow, JobStore};
-use server::state::{AppState, RuntimeOptions};
+use server::state::RuntimeOptions;
 
 const PREVIEW: &str = "/api/v1/scheduler/config/preview";
 
@@ -47,19 +46,13 @@ scheduling_rules:
 /// over the same database to record a workload into.
 async fn spawn(backend: Backend) -> (TestApp, JobStore) {
     let db_url = fresh_database(backend).await;
-    let db = Db::connect(&db_url).await.expect("database opens and migrates");
     let data_dir = std::env::temp_dir().join(format!("berth_preview_{}_{}", std::process::id(), server::runtime::new_id("d")));
     let mut local = LocalConfig::detect(data_dir.clone());
     local.node_id = "node-1".into();
     local.capacity = server::engine::Resources::units(&[("cpu", 64), ("memory_gb", 256)]);
     let options = RuntimeOptions { local: Some(local), ..RuntimeOptions::local(data_dir) };
-    let state = AppState::start(db.clone(), options).await.expect("state");
-    let leptos = leptos::config::LeptosOptions::builder().output_name("berth").build();
-    let router = server::http::router(state, leptos);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-    let app = TestApp { url, http: reqwest::Client::new(), db_url };
+    let app = TestApp::spawn_with(db_url, options).await;
+    let db = app.state.db.clone();
     let (status, body) = app.apply_yaml(ACTIVE, "").await;
     assert_eq!(status, 200, "{body}");
     (app, JobStore::new(db))

@@ -245,7 +245,7 @@ async fn cancel_pending_and_running(backend: Backend) {
     // Cancelling again: 409; an unknown job: 404.
     assert_eq!(b.post(&format!("/api/v1/jobs/{running}/cancel"), &json!({})).await.0, 409);
     assert_eq!(b.post("/api/v1/jobs/j-nope/cancel", &json!({})).await.0, 404);
-    assert_eq!(b.job(&running).await["reason"], "cancelled by tester");
+    assert_eq!(b.job(&running).await["reason"], "cancelled by anonymous");
 }
 
 async fn failed_runs_are_retried(backend: Backend) {
@@ -322,7 +322,8 @@ async fn a_stage_respects_max_concurrent(backend: Backend) {
 
 /// Seed 001's Python example, unchanged but for the port (requests, from PyPI).
 async fn the_mlumina_example_works(backend: Backend) {
-    let b = Berth::start(backend, &[]).await;
+    // The example's working dir is under /home, outside the default roots.
+    let b = Berth::start(backend, &["--workdir-root", "/home"]).await;
     let script = include_str!("data/mlumina_example.py").replace("8264", &b.port.to_string());
     let out = std::process::Command::new("python3").arg("-c").arg(&script).output().expect("python3 runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -100,7 +100,20 @@ impl<'a> Checker<'a> {
         self.flavors();
         self.queues();
         self.rules();
+        self.no_nul_characters();
         Report { problems: self.problems }
+    }
+
+    /// No text anywhere in the config may hold a NUL character: PostgreSQL cannot store one,
+    /// and names end up in its columns (a job's queue, an event's flavor, a sample's resource).
+    fn no_nul_characters(&mut self) {
+        let mut paths = Vec::new();
+        if let Ok(value) = serde_json::to_value(self.cfg) {
+            nul_paths(&value, String::new(), &mut paths);
+        }
+        for path in paths {
+            self.error(path, "must not contain a NUL character");
+        }
     }
 
     fn error(&mut self, path: impl Into<String>, message: impl Into<String>) {
@@ -170,6 +183,29 @@ fn first_indices<'a>(names: impl Iterator<Item = &'a str>) -> HashMap<&'a str, u
         out.entry(name).or_insert(i);
     }
     out
+}
+
+/// Paths (as in a [`Problem`]) of the strings and map keys under `value` that hold a NUL.
+fn nul_paths(value: &serde_json::Value, path: String, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::String(s) if s.contains('\0') => out.push(path),
+        serde_json::Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                nul_paths(item, format!("{path}[{i}]"), out);
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (key, item) in map {
+                let mut child = path.clone();
+                super::parse::push_key(&mut child, &key.replace('\0', "\\0"));
+                if key.contains('\0') {
+                    out.push(child.clone());
+                }
+                nul_paths(item, child, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 fn is_blank(s: &str) -> bool {

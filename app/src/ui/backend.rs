@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
+use crate::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use crate::config::diff::ConfigDiff;
 use crate::jobs::{EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
 use crate::preview::PreviewReport;
@@ -19,8 +20,20 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub type Answer<'a, T> = BoxFuture<'a, Result<T, String>>;
 
 /// The server's services as the dashboard sees them. Queries are URL query strings with
-/// the REST API's parameters, so a page's URL and the API share one parser.
+/// the REST API's parameters, so a page's URL and the API share one parser. The caller is
+/// the signed-in user of the request being served; the services decide what it may do.
 pub trait Backend: Send + Sync + 'static {
+    /// Who is signed in (`None`: nobody, and anonymous mode is off).
+    fn whoami(&self) -> Option<Whoami>;
+    /// Every API token (admins only).
+    fn tokens(&self) -> Answer<'_, Vec<TokenInfo>>;
+    /// Creates a token; its secret is in the answer only.
+    fn create_token(&self, new: NewToken) -> Answer<'_, CreatedToken>;
+    /// Revokes a token at once.
+    fn revoke_token(&self, id: String) -> Answer<'_, TokenInfo>;
+    /// A page of the audit log (`GET /api/v1/audit` parameters; admins only).
+    fn audit(&self, query: String) -> Answer<'_, AuditPage>;
+
     /// Version `version`, or the active one.
     fn config(&self, version: Option<i64>) -> Answer<'_, ConfigVersion>;
     /// A page of versions, newest first.
@@ -49,12 +62,12 @@ pub trait Backend: Send + Sync + 'static {
     fn job(&self, id: String) -> Answer<'_, Job>;
     /// The last `tail` lines of a job's stdout or stderr.
     fn logs(&self, id: String, stderr: bool, tail: u64) -> Answer<'_, String>;
-    /// Cancels a job on behalf of `by`.
-    fn cancel(&self, id: String, by: String) -> Answer<'_, Job>;
+    /// Cancels a job.
+    fn cancel(&self, id: String) -> Answer<'_, Job>;
     /// Changes a job's requested priority.
-    fn set_priority(&self, id: String, priority: i64, by: String) -> Answer<'_, Job>;
+    fn set_priority(&self, id: String, priority: i64) -> Answer<'_, Job>;
     /// Submits a job; a rejection or bad input is an outcome.
-    fn submit(&self, request: JobRequest, by: String) -> Answer<'_, SubmitOutcome>;
+    fn submit(&self, request: JobRequest) -> Answer<'_, SubmitOutcome>;
     /// A page of events (`GET /api/v1/events` parameters).
     fn events(&self, query: String) -> Answer<'_, EventPage>;
     /// Downsampled resource history (`GET /api/v1/history` parameters).

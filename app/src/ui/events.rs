@@ -9,7 +9,7 @@ use leptos_router::hooks::use_query_map;
 use super::jobs_list::options;
 use super::live::{use_live, LiveBadge};
 use super::server_fns::{list_events, list_queues};
-use super::widgets::{ErrorBox, Loading, LocalTime};
+use super::widgets::{ErrorBox, Loading, LocalTime, Pager};
 use crate::jobs::{Event, EventPage};
 
 const PAGE: u32 = 50;
@@ -90,13 +90,7 @@ fn EventList(page: EventPage, first: bool, kind: String, queue: String) -> impl 
     let older = page.next_cursor.map(|c| format!("/events?{keep}&cursor={c}"));
     view! {
         <ol class="events" data-testid="events">{page.events.into_iter().map(|e| view! { <EventRow e/> }).collect_view()}</ol>
-        <nav class="pager" aria-label="Pages">
-            <span class="hint">"Newest first."</span>
-            <span class="pager-links">
-                {(!first).then(|| view! { <a class="button" href=format!("/events?{keep}")>"← Newest"</a> })}
-                {older.map(|href| view! { <a class="button" data-testid="older" href=href>"Older →"</a> })}
-            </span>
-        </nav>
+        <Pager note="Newest first." newest=(!first).then(|| format!("/events?{keep}")) older/>
     }.into_any()
 }
 

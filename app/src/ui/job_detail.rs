@@ -73,7 +73,7 @@ fn JobBody(j: Job, caused: Vec<Event>, ui: ActionState) -> impl IntoView {
                 {j.reason.clone().map(|r| view! { <p class="reason-line" data-testid="job-reason"><strong>{reason_label}": "</strong>{r}</p> })}
                 {j.position.map(|p| view! { <p class="hint">{format!("Position {p} in its queue.")}</p> })}
             </div>
-            {(!ended).then(|| view! { <Actions id=id.clone() priority=j.priority ui/> })}
+            {(!ended && super::session::may_act_on(&j.submitter)).then(|| view! { <Actions id=id.clone() priority=j.priority ui/> })}
         </section>
         <div class="columns">
             <section class="card">
@@ -144,14 +144,14 @@ fn Actions(id: String, priority: i64, ui: ActionState) -> impl IntoView {
         let id = id.clone();
         Action::new(move |_: &()| {
             let id = id.clone();
-            async move { cancel_job(id, String::new()).await }
+            async move { cancel_job(id).await }
         })
     };
     let reprioritize = {
         let id = id.clone();
         Action::new(move |p: &i64| {
             let (id, p) = (id.clone(), *p);
-            async move { change_priority(id, p, String::new()).await }
+            async move { change_priority(id, p).await }
         })
     };
     Effect::new(move |_| {

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use super::live::{use_live, LiveBadge};
 use super::server_fns::{list_jobs, list_queues};
-use super::widgets::{duration, secs_between, ErrorBox, Loading, LocalTime, StateBadge};
+use super::widgets::{duration, secs_between, ErrorBox, Loading, LocalTime, Pager, StateBadge};
 use crate::jobs::{Job, JobPage, JobState};
 
 
@@ -38,7 +38,7 @@ pub fn JobsPage() -> impl IntoView {
     view! {
         <header class="page-head">
             <h1>"Jobs"</h1>
-            <div class="head-actions"><LiveBadge/><a class="button primary" href="/jobs/new">"Submit a job"</a></div>
+            <div class="head-actions"><LiveBadge/>{super::session::can(crate::auth::Role::Submitter).then(|| view! { <a class="button primary" href="/jobs/new">"Submit a job"</a> })}</div>
         </header>
         <section class="card">
             <Form method="GET" action="/jobs" attr:class="filters" attr:data-testid="job-filters">
@@ -143,13 +143,7 @@ fn JobTable(page: JobPage, first: bool, base: impl Fn() -> String + Send + Sync 
                 <tbody>{rows}</tbody>
             </table>
         </div>
-        <nav class="pager" aria-label="Pages">
-            <span class="hint">{if first { "Newest first." } else { "Older jobs." }}</span>
-            <span class="pager-links">
-                {(!first).then(|| view! { <a class="button" href=newest>"← Newest"</a> })}
-                {older.map(|href| view! { <a class="button" data-testid="older" href=href>"Older →"</a> })}
-            </span>
-        </nav>
+        <Pager note=if first { "Newest first." } else { "Older jobs." } newest=(!first).then_some(newest) older/>
     }.into_any()
 }
 

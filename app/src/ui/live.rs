@@ -21,8 +21,11 @@ pub struct Live {
 pub fn provide_live() -> Live {
     let live = Live { tick: RwSignal::new(0), connected: RwSignal::new(false), now: RwSignal::new(Utc::now()) };
     provide_context(live);
+    // Nobody signed in (the sign-in page): the stream would only be refused.
     #[cfg(feature = "hydrate")]
-    Effect::new(move |_| browser::connect(live));
+    if super::session::me().is_some() {
+        Effect::new(move |_| browser::connect(live));
+    }
     live
 }
 

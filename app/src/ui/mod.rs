@@ -1,5 +1,6 @@
 //! The Leptos dashboard: the shell, the router and one module per page.
 
+mod admin;
 #[cfg(feature = "ssr")]
 pub mod backend;
 #[cfg(feature = "hydrate")]
@@ -17,6 +18,7 @@ mod live;
 mod overview;
 mod queue;
 pub mod server_fns;
+mod session;
 mod stage;
 mod submit;
 mod versions;
@@ -27,6 +29,7 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
+use admin::{AuditLogPage, SignInPage, TokensPage};
 use editor::ConfigPage;
 use events::EventsPage;
 use history::HistoryPage;
@@ -75,6 +78,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    session::provide_session();
     live::provide_live();
     // Marks the page as interactive once the wasm has taken over (tests wait for it).
     Effect::new(move |_| {
@@ -94,7 +98,9 @@ pub fn App() -> impl IntoView {
                     <A href="/events">"Events"</A>
                     <A href="/history">"Usage"</A>
                     <A href="/config">"Config"</A>
+                    {session::can(crate::auth::Role::Admin).then(|| view! { <A href="/admin/tokens">"Admin"</A> })}
                 </nav>
+                <session::UserMenu/>
             </header>
             <main class="page">
                 <Routes fallback=|| view! { <div class="card"><h1>"Not found"</h1><p>"There is no page here."</p><a href="/">"Back to the dashboard"</a></div> }>
@@ -110,6 +116,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/config/versions") view=VersionsPage/>
                     <Route path=path!("/config/versions/:version") view=VersionPage/>
                     <Route path=path!("/config/diff") view=DiffPage/>
+                    <Route path=path!("/signin") view=SignInPage/>
+                    <Route path=path!("/admin/tokens") view=TokensPage/>
+                    <Route path=path!("/admin/audit") view=AuditLogPage/>
                 </Routes>
             </main>
         </Router>

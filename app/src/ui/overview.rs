@@ -16,7 +16,7 @@ pub fn OverviewPage() -> impl IntoView {
     view! {
         <header class="page-head">
             <h1>"Overview"</h1>
-            <div class="head-actions"><LiveBadge/><a class="button primary" href="/jobs/new">"Submit a job"</a></div>
+            <div class="head-actions"><LiveBadge/>{super::session::can(crate::auth::Role::Submitter).then(|| view! { <a class="button primary" href="/jobs/new">"Submit a job"</a> })}</div>
         </header>
         <Transition fallback=Loading>
             {move || queues.get().map(|r| match r {

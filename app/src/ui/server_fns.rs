@@ -9,12 +9,10 @@ use crate::config::Problem;
 use crate::jobs::{Event, EventPage, Job, JobPage, NodeView, QueueView, StageResults, StageStatus};
 use crate::preview::PreviewReport;
 
-/// Who applies, why, and on top of which version (a mismatch is a conflict, never an
-/// overwrite).
+/// Why, and on top of which version (a mismatch is a conflict, never an overwrite). The
+/// author is whoever is signed in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApplyInput {
-    /// Recorded as the version's `creator_id`.
-    pub author: String,
     pub message: Option<String>,
     pub expected_active_version: Option<i64>,
 }
@@ -132,24 +130,55 @@ pub async fn job_logs(id: String, stderr: bool, tail: u64) -> Result<String, Ser
 
 /// Cancels a job.
 #[server]
-pub async fn cancel_job(id: String, by: String) -> Result<Job, ServerFnError> {
-    backend()?.cancel(id, by).await.map_err(ServerFnError::new)
+pub async fn cancel_job(id: String) -> Result<Job, ServerFnError> {
+    backend()?.cancel(id).await.map_err(ServerFnError::new)
 }
 
 /// Changes a job's priority.
 #[server]
-pub async fn change_priority(id: String, priority: i64, by: String) -> Result<Job, ServerFnError> {
-    backend()?.set_priority(id, priority, by).await.map_err(ServerFnError::new)
+pub async fn change_priority(id: String, priority: i64) -> Result<Job, ServerFnError> {
+    backend()?.set_priority(id, priority).await.map_err(ServerFnError::new)
+}
+
+/// Who is signed in (`None` when nobody is).
+#[server]
+pub async fn whoami() -> Result<Option<crate::auth::Whoami>, ServerFnError> {
+    Ok(backend()?.whoami())
+}
+
+/// Every API token, newest first.
+#[server]
+pub async fn list_tokens() -> Result<Vec<crate::auth::TokenInfo>, ServerFnError> {
+    backend()?.tokens().await.map_err(ServerFnError::new)
+}
+
+/// Creates a token; the answer holds its secret, shown once.
+#[server]
+pub async fn create_token(user: String, role: crate::auth::Role, label: Option<String>) -> Result<crate::auth::CreatedToken, ServerFnError> {
+    let new = crate::auth::NewToken { user, role, label };
+    backend()?.create_token(new).await.map_err(ServerFnError::new)
+}
+
+/// Revokes a token.
+#[server]
+pub async fn revoke_token(id: String) -> Result<crate::auth::TokenInfo, ServerFnError> {
+    backend()?.revoke_token(id).await.map_err(ServerFnError::new)
+}
+
+/// A page of the audit log; `query` holds `GET /api/v1/audit` parameters.
+#[server]
+pub async fn list_audit(query: String) -> Result<crate::auth::AuditPage, ServerFnError> {
+    backend()?.audit(query).await.map_err(ServerFnError::new)
 }
 
 /// Submits a job given as JSON (the REST API's body).
 #[server]
-pub async fn submit_job(request: String, by: String) -> Result<SubmitOutcome, ServerFnError> {
+pub async fn submit_job(request: String) -> Result<SubmitOutcome, ServerFnError> {
     let request: crate::jobs::JobRequest = match serde_json::from_str(&request) {
         Ok(r) => r,
         Err(e) => return Ok(SubmitOutcome::Invalid(e.to_string())),
     };
-    backend()?.submit(request, by).await.map_err(ServerFnError::new)
+    backend()?.submit(request).await.map_err(ServerFnError::new)
 }
 
 /// A page of events; `query` holds `GET /api/v1/events` parameters.

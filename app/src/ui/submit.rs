@@ -120,11 +120,10 @@ pub fn SubmitPage() -> impl IntoView {
     let draft = RwSignal::new(Draft { cpu: "1".into(), ..Default::default() });
     let touched = RwSignal::new(false);
     let checked = Memo::new(move |_| check(&draft.get()).0);
-    let by = RwSignal::new(String::new());
     let outcome = RwSignal::new(None::<Result<SubmitOutcome, String>>);
-    let submit = Action::new(move |(req, by): &(JobRequest, String)| {
-        let (body, by) = (serde_json::to_string(req).unwrap_or_default(), by.clone());
-        async move { submit_job(body, by).await }
+    let submit = Action::new(move |req: &JobRequest| {
+        let body = serde_json::to_string(req).unwrap_or_default();
+        async move { submit_job(body).await }
     });
     let navigate = use_navigate();
     Effect::new(move |_| {
@@ -141,7 +140,7 @@ pub fn SubmitPage() -> impl IntoView {
         touched.set(true);
         if let (_, Some(req)) = check(&draft.get()) {
             outcome.set(None);
-            submit.dispatch((req, by.get()));
+            submit.dispatch(req);
         }
     };
     let problem = move |field: &'static str| move || if touched.get() || !draft.with(|d| field_text(d, field).is_empty()) { checked.with(|c| c.get(field).cloned()) } else { None };
@@ -195,11 +194,6 @@ pub fn SubmitPage() -> impl IntoView {
                 {field!("s-labels", "Labels", labels, "labels", "KEY=VALUE, … (rules route on these)", "text", "team=vision")}
                 {field!("s-env", "Environment", env, "env", "KEY=VALUE, …", "text", "")}
                 {field!("s-workdir", "Working dir", workdir, "workdir", "empty: a fresh directory per run", "text", "")}
-                <div class="field">
-                    <label for="s-by">"Submit as"</label>
-                    <input id="s-by" placeholder="dashboard" prop:value=move || by.get() on:input=move |ev| by.set(event_target_value(&ev))/>
-                    <span class="field-hint">"Recorded as the submitter (until sign-in exists)."</span>
-                </div>
             </div>
             {move || outcome.get().map(|o| match o {
                 Ok(SubmitOutcome::Rejected(job)) => view! {

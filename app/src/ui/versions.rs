@@ -190,7 +190,7 @@ pub fn VersionPage() -> impl IntoView {
                                 <a class="button" href="/config/versions">"All versions"</a>
                             </div>
                         </header>
-                        {(!v.is_active).then(|| view! { <Rollback version=n active/> })}
+                        {(!v.is_active && super::session::can(crate::auth::Role::Editor)).then(|| view! { <Rollback version=n active/> })}
                         <section class="card">
                             <h2>{if n > 1 { format!("Changes since version {}", n - 1) } else { "Changes from the empty config".to_string() }}</h2>
                             {pair_view(pair)}
@@ -225,7 +225,6 @@ fn Rollback(version: i64, active: i64) -> impl IntoView {
     let confirm = move |_| {
         busy.set(true);
         let input = ApplyInput {
-            author: super::editor::author(),
             message: Some(reason.get_untracked()).filter(|m| !m.trim().is_empty()),
             expected_active_version: Some(active),
         };

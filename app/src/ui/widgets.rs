@@ -81,3 +81,18 @@ pub fn UsageBar(label: String, used: f64, nominal: Option<f64>) -> impl IntoView
         </div>
     }
 }
+
+/// Cursor paging under a list: what the page shows, "← Newest" unless this is the first
+/// page (`newest`: its link), "Older →" when there is more (`older`).
+#[component]
+pub fn Pager(note: &'static str, newest: Option<String>, older: Option<String>) -> impl IntoView {
+    view! {
+        <nav class="pager" aria-label="Pages">
+            <span class="hint">{note}</span>
+            <span class="pager-links">
+                {newest.map(|href| view! { <a class="button" href=href>"← Newest"</a> })}
+                {older.map(|href| view! { <a class="button" data-testid="older" href=href>"Older →"</a> })}
+            </span>
+        </nav>
+    }
+}

@@ -1,10 +1,10 @@
-//! Request bodies and query strings read by hand, so that every malformed input gets a JSON
+//! Request bodies, query strings and path parameters read by hand, so that every malformed input gets a JSON
 //! error naming the field, and YAML and JSON are both accepted and returned.
 
 use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRequest, FromRequestParts, Path, Request};
 use axum::http::header::{ACCEPT, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
@@ -54,16 +54,22 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        let query = parts.uri.query().unwrap_or("");
-        serde_urlencoded_map(query).map(Params)
+        Params::parse(parts.uri.query().unwrap_or(""))
     }
 }
 
-fn serde_urlencoded_map(query: &str) -> Result<HashMap<String, String>, ApiError> {
-    serde_urlencoded::from_str(query).map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))
-}
-
 impl Params {
+    /// Parses a query string. A NUL character in a name or value is a 400 too: PostgreSQL
+    /// can neither store nor compare one.
+    pub fn parse(query: &str) -> Result<Params, ApiError> {
+        let map: HashMap<String, String> =
+            serde_urlencoded::from_str(query).map_err(|e| ApiError::bad_request(format!("malformed query string: {e}")))?;
+        if let Some(name) = map.iter().find(|(k, v)| k.contains('\0') || v.contains('\0')).map(|(k, _)| k) {
+            return Err(ApiError::bad_request(format!("{}: must not contain a NUL character", name.replace('\0', "\\0"))));
+        }
+        Ok(Params(map))
+    }
+
     /// The parameter `name` as text.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
@@ -78,6 +84,22 @@ impl Params {
 /// Parses `raw` as an integer for the field `name`, or a 400 naming it.
 pub fn parse_i64(name: &str, raw: &str) -> Result<i64, ApiError> {
     raw.trim().parse().map_err(|_| ApiError::bad_request(format!("{name}: `{raw}` is not an integer")))
+}
+
+/// The one parameter of a route's path as text; one that is not UTF-8 once decoded is a JSON
+/// 400 like every other error (axum's own rejection is plain text), and so is a NUL character.
+pub struct PathText(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathText {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match Path::<String>::from_request_parts(parts, state).await {
+            Ok(Path(text)) if text.contains('\0') => Err(ApiError::bad_request("path: must not contain a NUL character")),
+            Ok(Path(text)) => Ok(PathText(text)),
+            Err(rejection) => Err(ApiError::bad_request(rejection.body_text())),
+        }
+    }
 }
 
 /// Whether the client sent YAML (by Content-Type).

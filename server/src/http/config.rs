@@ -10,7 +10,7 @@ use app::config::parse::{from_json_value, parse, parse_auto, Format};
 use app::config::validate::validate;
 use app::config::yaml::to_canonical_yaml;
 use app::config::{Report, SchedulerConfig};
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -18,9 +18,9 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::body::{parse_i64, respond, sent_yaml, wants_yaml, Params, RawBody};
+use super::body::{parse_i64, respond, sent_yaml, wants_yaml, Params, PathText, RawBody};
 use super::error::ApiError;
-use super::identity::Identity;
+use crate::auth::Caller;
 use crate::service::ServiceError;
 use crate::state::AppState;
 use crate::store::ApplyMeta;
@@ -42,7 +42,7 @@ async fn get_config(State(state): State<AppState>, headers: HeaderMap, params: P
     version_response(&state, version, &headers, &params).await
 }
 
-async fn get_version(State(state): State<AppState>, Path(raw): Path<String>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
+async fn get_version(State(state): State<AppState>, PathText(raw): PathText, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {
     let version = parse_i64("version", &raw)?;
     version_response(&state, Some(version), &headers, &params).await
 }
@@ -68,7 +68,7 @@ async fn version_response(state: &AppState, version: Option<i64>, headers: &Head
     Ok(respond(StatusCode::OK, &v, false))
 }
 
-async fn apply(State(state): State<AppState>, identity: Identity, headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {
+async fn apply(State(state): State<AppState>, caller: Caller, headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {
     let (config, mut meta) = read_apply_body(&headers, &body)?;
     if let Some(m) = params.get("message") {
         meta.message = Some(m.to_string());
@@ -76,8 +76,7 @@ async fn apply(State(state): State<AppState>, identity: Identity, headers: Heade
     if let Some(v) = params.get_i64("expected_active_version")? {
         meta.expected_active_version = Some(v);
     }
-    meta.creator_id = identity.0;
-    let applied = state.config.apply(&config, &meta).await?;
+    let applied = state.config.apply(&caller, &config, &meta).await?;
     Ok(respond(StatusCode::OK, &applied, wants_yaml(&headers, &params)))
 }
 
@@ -145,7 +144,7 @@ struct RollbackRequest {
     expected_active_version: Option<i64>,
 }
 
-async fn rollback(State(state): State<AppState>, identity: Identity, headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {
+async fn rollback(State(state): State<AppState>, caller: Caller, headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {
     let text = body.text()?;
     let mut request: RollbackRequest = if text.trim().is_empty() {
         RollbackRequest::default()
@@ -157,10 +156,10 @@ async fn rollback(State(state): State<AppState>, identity: Identity, headers: He
     }
     let version = request.version.ok_or_else(|| ApiError::bad_request("version: required (the version to restore)"))?;
     let meta = ApplyMeta {
-        creator_id: identity.0,
         message: request.message,
         expected_active_version: request.expected_active_version.or(params.get_i64("expected_active_version")?),
+        ..ApplyMeta::default()
     };
-    let applied = state.config.rollback(version, &meta).await?;
+    let applied = state.config.rollback(&caller, version, &meta).await?;
     Ok(respond(StatusCode::OK, &applied, wants_yaml(&headers, &params)))
 }

@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::auth::{AuthError, Denied};
 use crate::preview::PreviewError;
 use crate::runtime::RuntimeError;
 use crate::service::ServiceError;
@@ -31,6 +32,11 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
     }
 
+    /// 401: no credentials, or ones that are not (or no longer) valid.
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
     /// Any status with a code and message, no details.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
         ApiError { status, code, message: message.into(), details: serde_json::Value::Null }
@@ -47,6 +53,7 @@ impl From<ServiceError> for ApiError {
                 details: json!({ "problems": report.problems }),
             },
             ServiceError::BadRequest(message) => ApiError::bad_request(message),
+            ServiceError::Forbidden(denied) => denied.into(),
             ServiceError::Store(StoreError::NotFound(v)) => ApiError::not_found(format!("config version {v} does not exist")),
             ServiceError::Store(e @ StoreError::Conflict { expected, actual }) => ApiError {
                 status: StatusCode::CONFLICT,
@@ -75,10 +82,31 @@ impl From<RuntimeError> for ApiError {
             },
             RuntimeError::NotFound(_) | RuntimeError::StageNotFound(_) => ApiError::not_found(message),
             RuntimeError::NotLive(_) => ApiError::new(StatusCode::CONFLICT, "job_ended", message),
+            RuntimeError::Forbidden(denied) => denied.into(),
             RuntimeError::Stopped => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message),
             RuntimeError::Backend(m) => ApiError::new(StatusCode::BAD_GATEWAY, "backend", m),
             RuntimeError::Store(e) => {
                 tracing::error!(error = %e, "job store failure");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+            }
+        }
+    }
+}
+
+impl From<Denied> for ApiError {
+    fn from(denied: Denied) -> Self {
+        ApiError::new(StatusCode::FORBIDDEN, "forbidden", denied.0)
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(err: AuthError) -> Self {
+        match err {
+            AuthError::Denied(denied) => denied.into(),
+            AuthError::Invalid(m) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_request", m),
+            e @ AuthError::NotFound(_) => ApiError::not_found(e.to_string()),
+            AuthError::Db(e) => {
+                tracing::error!(error = %e, "auth store failure");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
             }
         }

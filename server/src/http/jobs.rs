@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use app::jobs::{History, JobRequest, JobState, PriorityChange, StageRequest};
 use axum::body::Body;
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -16,9 +16,9 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::body::{Params, RawBody};
+use super::body::{Params, PathText, RawBody};
 use super::error::ApiError;
-use super::identity::Identity;
+use crate::auth::Caller;
 use crate::runtime::backend::Stream;
 use crate::runtime::store::{time_of, EventFilter, HistoryQuery, JobFilter};
 use crate::runtime::{now_us, RuntimeError, MAX_PAGE};
@@ -51,7 +51,7 @@ pub fn mlumina_routes() -> Router<AppState> {
 }
 
 /// A JSON body decoded into `T`; errors name the field (`resources.cpu: invalid type…`).
-fn decode<T: DeserializeOwned>(body: &RawBody) -> Result<T, ApiError> {
+pub(super) fn decode<T: DeserializeOwned>(body: &RawBody) -> Result<T, ApiError> {
     let text = body.text()?;
     if text.trim().is_empty() {
         return Err(ApiError::bad_request("request body is empty; expected a JSON object"));
@@ -68,9 +68,9 @@ fn decode<T: DeserializeOwned>(body: &RawBody) -> Result<T, ApiError> {
     })
 }
 
-async fn submit(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+async fn submit(State(state): State<AppState>, caller: Caller, body: RawBody) -> Result<Response, ApiError> {
     let req: JobRequest = decode(&body)?;
-    let job = state.runtime.submit(req, &user).await?;
+    let job = state.runtime.submit(req, &caller).await?;
     Ok((StatusCode::CREATED, Json(job)).into_response())
 }
 
@@ -149,17 +149,17 @@ pub fn parse_duration(raw: &str) -> Option<Duration> {
     (secs.is_finite() && (0.0..=1e10).contains(&secs)).then(|| Duration::from_secs_f64(secs))
 }
 
-async fn get_job(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn get_job(State(state): State<AppState>, PathText(id): PathText) -> Result<Response, ApiError> {
     Ok(Json(state.runtime.job(&id).await?).into_response())
 }
 
-async fn cancel(State(state): State<AppState>, Identity(user): Identity, Path(id): Path<String>) -> Result<Response, ApiError> {
-    Ok(Json(state.runtime.cancel(&id, &user).await?).into_response())
+async fn cancel(State(state): State<AppState>, caller: Caller, PathText(id): PathText) -> Result<Response, ApiError> {
+    Ok(Json(state.runtime.cancel(&id, &caller).await?).into_response())
 }
 
-async fn set_priority(State(state): State<AppState>, Identity(user): Identity, Path(id): Path<String>, body: RawBody) -> Result<Response, ApiError> {
+async fn set_priority(State(state): State<AppState>, caller: Caller, PathText(id): PathText, body: RawBody) -> Result<Response, ApiError> {
     let change: PriorityChange = decode(&body)?;
-    Ok(Json(state.runtime.set_priority(&id, change.priority, &user).await?).into_response())
+    Ok(Json(state.runtime.set_priority(&id, change.priority, &caller).await?).into_response())
 }
 
 /// Most bytes one logs response returns.
@@ -167,7 +167,7 @@ pub(crate) const MAX_LOG: u64 = 16 * 1024 * 1024;
 
 /// `?stream=stdout|stderr&tail=LINES&follow=true`: plain text; with `follow`, the body stays
 /// open and grows until the job ends.
-async fn logs(State(state): State<AppState>, Path(id): Path<String>, params: Params) -> Result<Response, ApiError> {
+async fn logs(State(state): State<AppState>, PathText(id): PathText, params: Params) -> Result<Response, ApiError> {
     let stream = match params.get("stream").unwrap_or("stdout") {
         "stdout" => Stream::Stdout,
         "stderr" => Stream::Stderr,
@@ -239,16 +239,16 @@ pub(crate) fn last_lines(bytes: &[u8], n: usize) -> &[u8] {
     bytes
 }
 
-async fn submit_stage(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+async fn submit_stage(State(state): State<AppState>, caller: Caller, body: RawBody) -> Result<Response, ApiError> {
     let req: StageRequest = decode(&body)?;
-    Ok((StatusCode::CREATED, Json(state.runtime.submit_stage(req, &user).await?)).into_response())
+    Ok((StatusCode::CREATED, Json(state.runtime.submit_stage(req, &caller).await?)).into_response())
 }
 
-async fn get_stage(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn get_stage(State(state): State<AppState>, PathText(id): PathText) -> Result<Response, ApiError> {
     Ok(Json(state.runtime.stage(&id).await?).into_response())
 }
 
-async fn stage_results(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+async fn stage_results(State(state): State<AppState>, PathText(id): PathText) -> Result<Response, ApiError> {
     Ok(Json(state.runtime.stage_results(&id).await?).into_response())
 }
 
@@ -256,7 +256,7 @@ async fn queues(State(state): State<AppState>) -> Result<Response, ApiError> {
     Ok(Json(json!({ "queues": state.runtime.queues(None).await? })).into_response())
 }
 
-async fn queue(State(state): State<AppState>, Path(name): Path<String>) -> Result<Response, ApiError> {
+async fn queue(State(state): State<AppState>, PathText(name): PathText) -> Result<Response, ApiError> {
     let mut views = state.runtime.queues(Some(name.clone())).await.map_err(|e| match e {
         RuntimeError::Invalid(_) => ApiError::not_found(format!("queue `{name}` is not in the active config")),
         other => other.into(),
@@ -347,7 +347,7 @@ struct TaskData {
     timeout: i64,
 }
 
-async fn add_task(State(state): State<AppState>, Identity(user): Identity, body: RawBody) -> Result<Response, ApiError> {
+async fn add_task(State(state): State<AppState>, caller: Caller, body: RawBody) -> Result<Response, ApiError> {
     let task: TaskData = decode(&body)?;
     if !(0..=9).contains(&task.priority) {
         return Err(invalid(format!("priority: must be 0..9, got {}", task.priority)));
@@ -372,7 +372,7 @@ async fn add_task(State(state): State<AppState>, Identity(user): Identity, body:
         timeout_s: task.timeout as u64,
         ..Default::default()
     };
-    let job = state.runtime.submit(req, &user).await?;
+    let job = state.runtime.submit(req, &caller).await?;
     Ok(Json(json!({ "task_id": job.id, "status": "queued", "queue": job.queue, "priority": job.priority })).into_response())
 }
 
@@ -400,19 +400,19 @@ fn task_ref(body: &RawBody, params: &Params) -> Result<(String, Option<i64>), Ap
     Ok((id, r.priority))
 }
 
-async fn change_task_priority(State(state): State<AppState>, Identity(user): Identity, params: Params, body: RawBody) -> Result<Response, ApiError> {
+async fn change_task_priority(State(state): State<AppState>, caller: Caller, params: Params, body: RawBody) -> Result<Response, ApiError> {
     let (id, priority) = task_ref(&body, &params)?;
     let priority = priority.ok_or_else(|| ApiError::bad_request("priority: required"))?;
     if !(0..=9).contains(&priority) {
         return Err(invalid(format!("priority: must be 0..9, got {priority}")));
     }
-    let job = state.runtime.set_priority(&id, priority, &user).await?;
+    let job = state.runtime.set_priority(&id, priority, &caller).await?;
     Ok(Json(json!({ "task_id": job.id, "priority": job.priority })).into_response())
 }
 
-async fn cancel_task(State(state): State<AppState>, Identity(user): Identity, params: Params, body: RawBody) -> Result<Response, ApiError> {
+async fn cancel_task(State(state): State<AppState>, caller: Caller, params: Params, body: RawBody) -> Result<Response, ApiError> {
     let (id, _) = task_ref(&body, &params)?;
-    let job = state.runtime.cancel(&id, &user).await?;
+    let job = state.runtime.cancel(&id, &caller).await?;
     Ok(Json(json!({ "task_id": job.id, "status": job.state })).into_response())
 }
 

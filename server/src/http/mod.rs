@@ -2,11 +2,13 @@
 //!
 //! [`router`] builds the whole thing so tests can drive it in-process with `oneshot`.
 
+pub mod auth;
 pub mod body;
 pub mod config;
 pub mod error;
 pub mod identity;
 pub mod jobs;
+pub mod openapi;
 pub mod preview;
 pub mod stream;
 
@@ -24,26 +26,32 @@ use tower_http::trace::TraceLayer;
 use crate::state::AppState;
 use error::ApiError;
 
-/// The REST API and health checks, without the dashboard.
-pub fn api_router(state: AppState) -> Router {
+/// The REST API, the sign-in form targets and health checks, without the dashboard (and
+/// without authentication: [`router`] puts it in front of everything).
+pub(crate) fn api_routes(state: AppState) -> Router {
     let v1 = Router::new()
         .nest("/scheduler/config", config::routes())
         .merge(jobs::routes())
+        .merge(auth::routes())
         .merge(stream::routes())
+        .merge(openapi::routes())
         .fallback(|| async { ApiError::not_found("no such API endpoint") });
     Router::new()
         .nest("/api/v1", v1)
         .merge(jobs::mlumina_routes())
+        .merge(auth::session_routes())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .layer(DefaultBodyLimit::max(body::MAX_BODY))
         .with_state(state)
 }
 
-/// The API plus the server-rendered dashboard and its static files.
+/// The API plus the server-rendered dashboard and its static files, every request
+/// authenticated first.
 pub fn router(state: AppState, leptos: LeptosOptions) -> Router {
-    api_router(state.clone())
-        .merge(crate::ui::dashboard(state, leptos))
+    api_routes(state.clone())
+        .merge(crate::ui::dashboard(state.clone(), leptos))
+        .layer(axum::middleware::from_fn_with_state(state, auth::authenticate))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(30)))
         .layer(TraceLayer::new_for_http())
 }

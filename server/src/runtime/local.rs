@@ -58,6 +58,8 @@ pub struct LocalConfig {
     pub kill_grace: Duration,
     /// Bound of each log file (default 64 MiB); with its `.1`, at most about twice that.
     pub log_limit_bytes: u64,
+    /// A run's working dir must lie inside one of these (any, when empty).
+    pub workdir_roots: Vec<PathBuf>,
 }
 
 impl LocalConfig {
@@ -76,6 +78,7 @@ impl LocalConfig {
             data_dir: data_dir.into(),
             kill_grace: Duration::from_secs(5),
             log_limit_bytes: 64 * 1024 * 1024,
+            workdir_roots: Vec::new(),
         }
     }
 }
@@ -139,6 +142,9 @@ impl LocalBackend {
             return Err(BackendError::Failed(format!("run {key} was already started")));
         }
         fs::create_dir_all(&dir).map_err(|e| fail(&format!("creating {}", dir.display()), e))?;
+        if let Some(d) = &spec.working_dir {
+            super::request::workdir_allowed(&self.cfg.workdir_roots, d).map_err(BackendError::Failed)?;
+        }
         let work = match &spec.working_dir {
             Some(d) if Path::new(d).is_dir() => PathBuf::from(d),
             Some(d) => return Err(BackendError::Failed(format!("working_dir `{d}` does not exist or is not a directory"))),

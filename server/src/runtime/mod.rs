@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use app::auth::Role;
 use app::jobs::{
     EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, QueuedJob, QuotaUsage, ReportedUse, RunningEntry, Sample,
     StageCreated, StageRejection, StageRequest, StageResults, StageStatus,
@@ -29,6 +30,7 @@ use admission::{Cmd, Live, Loop, State};
 use backend::{Registry, RunId, Stream};
 use store::{EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
 
+use crate::auth::{AuditRecord, Caller};
 use crate::engine::{self, Compiled, Node};
 use crate::service::ConfigService;
 
@@ -45,6 +47,18 @@ pub struct Settings {
     pub history_retention: Duration,
     /// Where backends keep runs (logs, working dirs).
     pub data_dir: PathBuf,
+    /// A job's `working_dir` must lie inside one of these (any, when empty).
+    pub workdir_roots: Vec<PathBuf>,
+}
+
+impl Settings {
+    /// Refuses a working dir outside the allowed roots.
+    fn check_workdir(&self, req: &JobRequest) -> Result<(), RuntimeError> {
+        match &req.runtime_env.working_dir {
+            Some(dir) => request::workdir_allowed(&self.workdir_roots, dir).map_err(RuntimeError::Invalid),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Default for Settings {
@@ -55,6 +69,7 @@ impl Default for Settings {
             sample_interval: Duration::from_secs(10),
             history_retention: Duration::from_secs(14 * 24 * 3600),
             data_dir: PathBuf::from("data"),
+            workdir_roots: Vec::new(),
         }
     }
 }
@@ -83,6 +98,9 @@ pub enum RuntimeError {
     /// The job exists but has ended.
     #[error("job `{0}` has already ended")]
     NotLive(String),
+    /// The caller may not do this.
+    #[error(transparent)]
+    Forbidden(#[from] crate::auth::Denied),
     #[error("the admission loop is not running")]
     Stopped,
     #[error("{0}")]
@@ -208,9 +226,11 @@ impl Runtime {
 
     /// Checks, routes and stores one job; a refusal is stored too and returned as
     /// [`RuntimeError::Rejected`].
-    pub async fn submit(&self, req: JobRequest, submitter: &str) -> Result<Job, RuntimeError> {
+    pub async fn submit(&self, req: JobRequest, caller: &Caller) -> Result<Job, RuntimeError> {
+        caller.require(Role::Submitter, "submitting jobs")?;
+        self.settings.check_workdir(&req)?;
         self.catch_up_config().await?;
-        let row = self.prepare(req, submitter, None)?;
+        let row = self.prepare(req, &caller.user, None)?;
         let event = submit_event(&row);
         self.store.insert(None, std::slice::from_ref(&row), &[event]).await?;
         if row.state == JobState::Rejected {
@@ -223,9 +243,14 @@ impl Runtime {
 
     /// Stores a stage and its jobs at once; jobs refused at submit are listed, the others
     /// wait in their queues with the stage's concurrency limit.
-    pub async fn submit_stage(&self, req: StageRequest, submitter: &str) -> Result<StageCreated, RuntimeError> {
+    pub async fn submit_stage(&self, req: StageRequest, caller: &Caller) -> Result<StageCreated, RuntimeError> {
+        caller.require(Role::Submitter, "submitting stages")?;
+        let submitter = caller.user.as_str();
         if req.name.trim().is_empty() {
             return Err(RuntimeError::Invalid("name: must not be empty".into()));
+        }
+        if req.name.contains('\0') {
+            return Err(RuntimeError::Invalid("name: must not contain a NUL character".into()));
         }
         if req.jobs.is_empty() {
             return Err(RuntimeError::Invalid("jobs: a stage needs at least one job".into()));
@@ -248,7 +273,7 @@ impl Runtime {
             if let Some(t) = p.timeout_sec {
                 job.timeout_s = t;
             }
-            let row = self.prepare(job, submitter, Some(&stage_id)).map_err(|e| match e {
+            let row = self.settings.check_workdir(&job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(|e| match e {
                 RuntimeError::Invalid(m) => RuntimeError::Invalid(format!("jobs[{i}].{m}")),
                 other => other,
             })?;
@@ -316,23 +341,48 @@ impl Runtime {
         Ok(rx.await.map_err(|_| RuntimeError::Stopped)??.to_job())
     }
 
-    /// Cancels a pending or running job (running: its process tree is stopped).
-    pub async fn cancel(&self, id: &str, by: &str) -> Result<Job, RuntimeError> {
+    /// Cancels a pending or running job (running: its process tree is stopped). Only its
+    /// submitter or an admin may.
+    pub async fn cancel(&self, id: &str, caller: &Caller) -> Result<Job, RuntimeError> {
+        let owner = self.store.get(id).await?.submitter;
+        caller.require_owner(&owner, "cancelling a job")?;
         let id = id.to_string();
-        let by = by.to_string();
-        match self.call(|reply| Cmd::Cancel { id: id.clone(), by, reply }).await {
+        let by = caller.user.clone();
+        let job = match self.call(|reply| Cmd::Cancel { id: id.clone(), by, reply }).await {
             Err(RuntimeError::NotLive(_)) => Err(self.not_live(&id).await),
             other => other,
-        }
+        }?;
+        let detail = format!("cancelled {} ({}) of {owner}", job.name, job.id);
+        self.audit(AuditRecord { actor: &caller.user, action: "job.cancel", target: &job.id, detail }).await;
+        Ok(job)
     }
 
-    /// Changes a job's priority, within the bounds of the rule that routed it.
-    pub async fn set_priority(&self, id: &str, priority: i64, by: &str) -> Result<Job, RuntimeError> {
+    /// Changes a job's priority, within the bounds of the rule that routed it. Only its
+    /// submitter or an admin may.
+    pub async fn set_priority(&self, id: &str, priority: i64, caller: &Caller) -> Result<Job, RuntimeError> {
+        let before = self.store.get(id).await?;
+        caller.require_owner(&before.submitter, "changing a job's priority")?;
         let id = id.to_string();
-        let by = by.to_string();
-        match self.call(|reply| Cmd::Priority { id: id.clone(), priority, by, reply }).await {
+        let by = caller.user.clone();
+        let job = match self.call(|reply| Cmd::Priority { id: id.clone(), priority, by, reply }).await {
             Err(RuntimeError::NotLive(_)) => Err(self.not_live(&id).await),
             other => other,
+        }?;
+        let detail = format!("priority of {} ({}) of {}: {} → {}", job.name, job.id, before.submitter, before.priority, job.priority);
+        self.audit(AuditRecord { actor: &caller.user, action: "job.priority", target: &job.id, detail }).await;
+        Ok(job)
+    }
+
+    /// Writes an audit entry for a change the loop has committed. The loop's transaction
+    /// cannot carry it (the loop batches many callers' changes), so it follows right after;
+    /// a failure is logged, never turned into an error for a change that did happen.
+    async fn audit(&self, record: AuditRecord<'_>) {
+        let written = async {
+            let mut conn = self.store.pool().acquire().await?;
+            crate::auth::write_audit(&mut conn, &record).await
+        };
+        if let Err(e) = written.await {
+            tracing::error!(error = %e, action = record.action, target = record.target, "cannot write the audit log");
         }
     }
 

@@ -15,6 +15,37 @@ const MAX_TIMEOUT_S: u64 = 366 * 24 * 3600;
 /// Most retries.
 pub const MAX_RETRIES: u32 = 100;
 
+/// Ok when `dir` lies inside one of `roots` (all of them are allowed when `roots` is empty).
+/// Symbolic links and `..` are resolved first, so neither can lead out of a root.
+pub fn workdir_allowed(roots: &[std::path::PathBuf], dir: &str) -> Result<(), String> {
+    if roots.is_empty() {
+        return Ok(());
+    }
+    let path = std::path::Path::new(dir);
+    let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| lexically_normal(path));
+    if roots.iter().any(|root| resolved.starts_with(std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()))) {
+        return Ok(());
+    }
+    let list: Vec<String> = roots.iter().map(|r| r.display().to_string()).collect();
+    Err(format!("runtime_env.working_dir: `{dir}` is outside the allowed roots ({}); the server's --workdir-root sets them", list.join(", ")))
+}
+
+/// `path` with `.` and `..` taken out, for a path that does not exist (yet).
+fn lexically_normal(path: &std::path::Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// Checks `req` and returns its resources as the engine counts them, or `field: problem`.
 pub fn check(req: &JobRequest) -> Result<Resources, String> {
     if req.entrypoint.trim().is_empty() {
@@ -134,5 +165,23 @@ mod tests {
     fn default_names_come_from_the_entrypoint() {
         assert_eq!(default_name("/usr/bin/python3 train.py --lr 1"), "python3");
         assert_eq!(default_name(""), "job");
+    }
+
+    #[test]
+    fn working_dirs_stay_inside_their_roots() {
+        let root = std::env::temp_dir().join(format!("berth-roots-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        let roots = vec![root.clone()];
+        assert!(workdir_allowed(&roots, &root.join("a").display().to_string()).is_ok());
+        assert!(workdir_allowed(&roots, &root.join("not/yet").display().to_string()).is_ok());
+        let escape = format!("{}/a/../../etc", root.display());
+        let err = workdir_allowed(&roots, &escape).unwrap_err();
+        assert!(err.starts_with("runtime_env.working_dir:") && err.contains("outside the allowed roots"), "{err}");
+        assert!(workdir_allowed(&roots, "/etc").is_err());
+        // A link inside the root that points out of it is outside.
+        std::os::unix::fs::symlink("/etc", root.join("link")).unwrap();
+        assert!(workdir_allowed(&roots, &root.join("link").display().to_string()).is_err());
+        assert!(workdir_allowed(&[], "/etc").is_ok());
+        let _ = std::fs::remove_dir_all(root);
     }
 }

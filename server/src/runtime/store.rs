@@ -203,6 +203,11 @@ impl JobStore {
         JobStore { db, changes: Arc::new(watch::channel(0).0) }
     }
 
+    /// The pool, for writes that go beside the jobs' (the audit log).
+    pub fn pool(&self) -> &crate::db::AnyPool {
+        &self.db.pool
+    }
+
     /// A receiver that sees a new value after each committed write.
     pub fn subscribe(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()

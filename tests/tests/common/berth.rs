@@ -34,13 +34,14 @@ pub struct Berth {
 }
 
 impl Berth {
-    /// A server on a fresh database of `backend`, with a fast tick and `extra` serve flags.
+    /// A server on a fresh database of `backend` in anonymous local mode, with a fast tick
+    /// and `extra` serve flags.
     pub async fn start(backend: Backend, extra: &[&str]) -> Berth {
         let db_url = fresh_database(backend).await;
         let dir = std::env::temp_dir().join(unique("berth_rt"));
         std::fs::create_dir_all(&dir).unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut args: Vec<String> = ["--tick-ms", "100", "--retry-backoff-ms", "200", "--kill-grace-s", "1", "--sample-interval-s", "1"]
+        let mut args: Vec<String> = ["--anonymous", "--tick-ms", "100", "--retry-backoff-ms", "200", "--kill-grace-s", "1", "--sample-interval-s", "1"]
             .iter()
             .map(|s| s.to_string())
             .collect();
@@ -108,7 +109,7 @@ impl Berth {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let r = self.http.post(format!("{}{path}", self.url)).header("x-berth-user", "tester").json(body).send().await.unwrap();
+        let r = self.http.post(format!("{}{path}", self.url)).json(body).send().await.unwrap();
         let status = r.status().as_u16();
         (status, r.json().await.unwrap_or(Value::Null))
     }

@@ -18,12 +18,15 @@ pub enum Backend {
     Postgres,
 }
 
-/// A running server and a client for it.
+/// A running server and a client for it. Requests made as a user carry an admin token of
+/// that user (so authorship comes from a real identity); others are anonymous.
 #[derive(Clone)]
 pub struct TestApp {
     pub url: String,
     pub http: reqwest::Client,
     pub db_url: String,
+    pub state: AppState,
+    tokens: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -58,15 +61,33 @@ impl TestApp {
     /// Starts the full router (API + dashboard) on a free port over a fresh database.
     pub async fn spawn(backend: Backend) -> TestApp {
         let db_url = fresh_database(backend).await;
-        let db = Db::connect(&db_url).await.expect("database opens and migrates");
         let data_dir = std::env::temp_dir().join(unique("berth_data"));
-        let state = AppState::start(db, RuntimeOptions::local(data_dir)).await.expect("state");
+        Self::spawn_with(db_url, RuntimeOptions::local(data_dir)).await
+    }
+
+    /// Starts the full router over `db_url` with `options` (e.g. anonymous mode off).
+    pub async fn spawn_with(db_url: String, options: RuntimeOptions) -> TestApp {
+        let db = Db::connect(&db_url).await.expect("database opens and migrates");
+        let state = AppState::start(db, options).await.expect("state");
         let leptos = leptos::config::LeptosOptions::builder().output_name("berth").build();
-        let app = server::http::router(state, leptos);
+        let app = server::http::router(state.clone(), leptos).into_make_service_with_connect_info::<std::net::SocketAddr>();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        TestApp { url, http: reqwest::Client::new(), db_url }
+        TestApp { url, http: reqwest::Client::new(), db_url, state, tokens: Default::default() }
+    }
+
+    /// The secret of a token for `user` with `role`, made once per user and role.
+    pub async fn token(&self, user: &str, role: app::auth::Role) -> String {
+        let key = format!("{user}/{role}");
+        if let Some(t) = self.tokens.lock().unwrap().get(&key) {
+            return t.clone();
+        }
+        let admin = server::auth::Caller { role: app::auth::Role::Admin, ..server::auth::Caller::anonymous() };
+        let new = app::auth::NewToken { user: user.into(), role, label: Some("test".into()) };
+        let created = self.state.auth.create_token(&admin, &new).await.expect("token");
+        self.tokens.lock().unwrap().insert(key, created.secret.clone());
+        created.secret
     }
 
     /// GET `path`; status and JSON body (Null when the body is not JSON).
@@ -86,7 +107,7 @@ impl TestApp {
     pub async fn post(&self, path: &str, content_type: &str, body: impl Into<reqwest::Body>, user: Option<&str>) -> (u16, Value) {
         let mut req = self.http.post(format!("{}{path}", self.url)).header("content-type", content_type).body(body);
         if let Some(u) = user {
-            req = req.header("x-berth-user", u);
+            req = req.bearer_auth(self.token(u, app::auth::Role::Admin).await);
         }
         let r = req.send().await.unwrap();
         let status = r.status().as_u16();

@@ -147,6 +147,9 @@ const CASES: &[Case] = &[
     ("queue no rule routes to", |c| queues(c).push(queue("batch", vec![group(&["gpu"], vec![flavor_quota("spot", vec![])])])),
         &[(Warning, "resource_queues[1]")]),
     ("no rules: unrouted queues are fine", |c| c.scheduling_rules = None, &[]),
+    ("a NUL in a selector value", |c| flavors(c)[0].selector.as_mut().unwrap()[0].values = Some(vec!["sp\0t".into()]),
+        &[(Error, "resource_flavors[0].selector[0].values[0]")]),
+    ("a NUL in a cohort name", |c| queues(c)[0].cohort_name = Some("a\0".into()), &[(Error, "resource_queues[0].cohort_name")]),
     ("no queues: rules may target the built-in default", |c| {
         c.resource_queues = None;
         c.resource_flavors = None;

@@ -110,15 +110,11 @@ pub fn ConflictBanner() -> impl IntoView {
 pub fn ReviewDialog() -> impl IntoView {
     let ed = expect_context::<Editor>();
     let message = RwSignal::new(String::new());
-    let author = RwSignal::new(String::new());
     let busy = RwSignal::new(false);
     let failure = RwSignal::new(None::<String>);
     let refused = RwSignal::new(Vec::new());
     Effect::new(move |_| {
         if ed.reviewing.get() {
-            if author.get_untracked().is_empty() {
-                author.set(storage::load_author().unwrap_or_default());
-            }
             failure.set(None);
             refused.set(Vec::new());
             focus_later("apply-message".into());
@@ -134,10 +130,7 @@ pub fn ReviewDialog() -> impl IntoView {
         }
         busy.set(true);
         let yaml = ed.draft.config.with_untracked(to_canonical_yaml);
-        let name = author.get_untracked().trim().to_string();
-        storage::save_author(&name);
         let input = ApplyInput {
-            author: name,
             message: Some(message.get_untracked()).filter(|m| !m.trim().is_empty()),
             expected_active_version: Some(ed.draft.base.get_untracked()),
         };
@@ -192,11 +185,7 @@ pub fn ReviewDialog() -> impl IntoView {
                         <textarea id="apply-message" rows="2" placeholder="e.g. give research 8 more GPUs"
                             prop:value=move || message.get() on:input=move |ev| message.set(event_target_value(&ev))></textarea>
                     </div>
-                    <div class="field">
-                        <label for="apply-author">"Your name (recorded as the creator)"</label>
-                        <input type="text" id="apply-author" autocomplete="name" placeholder="dashboard"
-                            prop:value=move || author.get() on:input=move |ev| author.set(event_target_value(&ev))/>
-                    </div>
+                    <p class="hint">{move || super::super::session::signed_in_as()}</p>
                     {move || failure.get().map(|e| view! { <ErrorBox message=e/> })}
                     <Show when=move || refused.with(|r| !r.is_empty())>
                         <div class="error-box" role="alert">"The server refused the draft:"

@@ -29,11 +29,6 @@ use super::widgets::{ErrorBox, Loading, LocalTime};
 use crate::api::ConfigVersion;
 use crate::config::{parse_auto, to_canonical_yaml, Problem, Severity};
 
-/// The name the user last applied under (for rollbacks elsewhere in the dashboard).
-pub fn author() -> String {
-    storage::load_author().unwrap_or_default()
-}
-
 /// Which view of the draft is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
@@ -263,7 +258,7 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
                     <button type="button" class="small" data-testid="discard" on:click=discard>"Discard draft"</button>
                 </Show>
                 <button type="button" class="button primary" id="review-apply-button" data-testid="review-apply"
-                    disabled=move || { ed.blocking() > 0 || !ed.dirty() || ed.conflict.with(Option::is_some) }
+                    disabled=move || { !may_apply() || ed.blocking() > 0 || !ed.dirty() || ed.conflict.with(Option::is_some) }
                     title=move || review_hint(ed)
                     on:click=move |_| ed.reviewing.set(true)>"Review & apply"</button>
             </div>
@@ -291,7 +286,16 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
 }
 
 /// Why "Review & apply" is disabled, if it is.
+/// Whether the signed-in user may apply (editors and admins); others can still draft and
+/// preview.
+fn may_apply() -> bool {
+    super::session::can(crate::auth::Role::Editor)
+}
+
 fn review_hint(ed: Editor) -> String {
+    if !may_apply() {
+        return "Applying needs the editor role; you can still draft and preview".into();
+    }
     match (ed.blocking(), ed.dirty()) {
         (0, true) => String::new(),
         (0, false) => "The draft equals the active version".into(),

@@ -4,7 +4,6 @@
 use serde::{Deserialize, Serialize};
 
 const DRAFT_KEY: &str = "berth.config-draft";
-const AUTHOR_KEY: &str = "berth.author";
 
 /// A saved draft: its text (canonical YAML, or the raw text while it does not parse) and the
 /// version it was started from.
@@ -54,12 +53,3 @@ pub fn save_draft(draft: Option<&SavedDraft>) {
     set(DRAFT_KEY, json.as_deref());
 }
 
-/// The name the user last applied under.
-pub fn load_author() -> Option<String> {
-    get(AUTHOR_KEY)
-}
-
-/// Remembers the name the user applies under.
-pub fn save_author(name: &str) {
-    set(AUTHOR_KEY, Some(name));
-}
