@@ -1,20 +1,24 @@
-//! Berth's overhead on top of Ray: the same no-op jobs (1 CPU each) run three ways on the
-//! `.ci/ray.sh` head, which is restarted before each so all start from an empty job history:
+//! Berth's overhead on top of Ray: the same no-op jobs (1 CPU each) run four ways on the
+//! `.ci/ray.sh` head:
 //!
-//! 1. **direct flood**: every job POSTed to Ray's Jobs API at once, as a script without a
-//!    scheduler would; Ray runs as many as its CPUs allow and fails the ones still waiting
-//!    after `RAY_JOB_START_TIMEOUT_SECONDS` (60 s in .ci/ray.sh);
-//! 2. **direct, N in flight**: a client that keeps N jobs submitted and polls each (as Berth
+//! 1. **direct flood** (fresh head): every job POSTed to Ray's Jobs API at once, as a
+//!    script without a scheduler would; Ray runs as many as its CPUs allow and fails the
+//!    ones still waiting after `RAY_JOB_START_TIMEOUT_SECONDS` (60 s in .ci/ray.sh);
+//! 2. **berth** (fresh head): the same jobs all submitted to Berth at once (one queue with
+//!    the node's CPUs as quota, defaults otherwise; Berth deletes each ended job from Ray
+//!    once it has saved its log): with the flood, the head-memory comparison, both
+//!    starting from an empty job history;
+//! 3. **direct, N in flight**: a client that keeps N jobs submitted and polls each (as Berth
 //!    does: every 100 ms, from 500 ms after its submission), N being what Berth keeps in
 //!    flight here (1-CPU jobs on the node's CPUs, within `--ray-max-in-flight`): the fair
 //!    baseline, and the one the time ratio is against;
-//! 3. **berth**: the jobs submitted to Berth (one queue with the node's CPUs as quota,
-//!    defaults otherwise).
+//! 4. **berth** again, taking turns with 3.
 //!
-//! The last two take turns on one head, in chunks (8 of 25 jobs; who goes first
+//! 3 and 4 take turns on one fresh head, in chunks (8 of 25 jobs; who goes first
 //! alternates), each chunk starting once Ray's usage report shows the cluster idle, and
 //! their times are the sums over the chunks: on a shared machine whose load drifts,
-//! back-to-back runs differ more than Berth's overhead. A time runs from just
+//! back-to-back runs differ more than Berth's overhead. (Their memory peaks are shown too,
+//! but that head has seen twice the jobs by the end.) A time runs from just
 //! before the first submission to the end of the last job: Ray's `end_time` for the direct
 //! runs (no client lag counted), Berth's `finished_at` for Berth (its own polling lag
 //! included). "Slot gap" is the median time from a job's end to the
@@ -24,7 +28,9 @@
 //!
 //! `BERTH_BENCH_RAY_UNGATED=1` adds a flood of jobs that ask Ray for no resources (what a
 //! script that sets none sends): Ray starts all their supervisors at once (about 100 MB
-//! each), which is where a flood costs memory. Off by default: 200 of them need several GB.
+//! each), which is where a flood costs memory. Off by default: 200 of them need several GB;
+//! it is given up (its open jobs counted as aborted) when the machine has less than 3 GB
+//! available.
 
 use super::*;
 
@@ -102,8 +108,21 @@ fn outcomes(jobs: &[Value]) -> (usize, BTreeMap<String, usize>) {
     (succeeded, failed)
 }
 
+/// The ungated flood is given up when the machine has less memory than this available
+/// (the next phase's restart of Ray then frees it).
+const MIN_AVAILABLE_MB: f64 = 3072.0;
+
+/// `MemAvailable` of the machine, MB.
+fn mem_available_mb() -> f64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kb = info.lines().find_map(|l| l.strip_prefix("MemAvailable:")).and_then(|l| l.trim().strip_suffix("kB")?.trim().parse::<f64>().ok());
+    kb.map_or(f64::INFINITY, |kb| kb / 1024.0)
+}
+
 /// Submits `n` jobs straight to Ray at once, each asking for 1 CPU unless `ungated`; waits
 /// for all to end (the whole list every 500 ms: one request, however many are pending).
+/// An ungated flood is aborted when the machine's available memory falls below
+/// [`MIN_AVAILABLE_MB`]; its jobs still unfinished then count as failed `aborted`.
 async fn flood(url: &str, n: usize, ungated: bool) -> Run {
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
     let prefix = format!("flood-{}-{}-", u8::from(ungated), std::process::id());
@@ -118,20 +137,36 @@ async fn flood(url: &str, n: usize, ungated: bool) -> Run {
         assert!(r.status().is_success(), "flood submit {i}: {}", r.text().await.unwrap_or_default());
     }
     let deadline = Instant::now() + Duration::from_secs(1800);
+    let mut least_free = mem_available_mb();
+    let mut aborted = false;
     loop {
         let jobs = ray_jobs(&http, url, &prefix).await;
         if jobs.len() == n && jobs.iter().all(|j| terminal(j["status"].as_str().unwrap_or(""))) {
             break;
         }
+        least_free = least_free.min(mem_available_mb());
+        if ungated && least_free < MIN_AVAILABLE_MB {
+            aborted = true;
+            break;
+        }
         assert!(Instant::now() < deadline, "the direct flood did not finish");
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // Often enough to catch the memory falling (supervisors start by the dozen).
+        tokio::time::sleep(Duration::from_millis(if ungated { 100 } else { 500 })).await;
     }
     let peak = watch.stop();
     let jobs = ray_jobs(&http, url, &prefix).await;
     let last_end = jobs.iter().filter_map(|j| j["end_time"].as_i64()).max().unwrap_or(t0);
-    let (succeeded, failed) = outcomes(&jobs);
+    let (succeeded, mut failed) = outcomes(&jobs);
+    if aborted {
+        let open: usize = jobs.iter().filter(|j| !terminal(j["status"].as_str().unwrap_or(""))).count();
+        for j in jobs.iter().filter(|j| !terminal(j["status"].as_str().unwrap_or(""))) {
+            let _ = http.post(format!("{url}/api/jobs/{}/stop", j["submission_id"].as_str().unwrap_or_default())).send().await;
+        }
+        failed.retain(|k, _| k != "PENDING" && k != "RUNNING");
+        failed.insert(format!("aborted at {least_free:.0} MB available"), open);
+    }
     Run {
-        runner: if ungated { "direct flood, no resources asked".into() } else { "direct flood (all POSTed at once)".into() },
+        runner: if ungated { "direct flood, no CPU asked (fresh head)".into() } else { "direct flood (fresh head)".into() },
         in_flight: n.to_string(),
         wall: (last_end - t0) as f64 / 1000.0,
         succeeded,
@@ -234,6 +269,45 @@ async fn settle(http: &reqwest::Client, url: &str, server: &Server) {
     }
 }
 
+/// Berth alone on a fresh head (as the floods run): all `n` jobs submitted to it at once;
+/// the memory comparison with the floods. Also how many of its jobs Ray still lists at the
+/// end (Berth deletes ended ones once it has their logs).
+async fn berth_alone(url: &str, n: usize, cpus: f64, slots: usize) -> (Run, usize) {
+    let server = Server::start("ray-alone", &["--no-local", "--ray", &format!("ray={url}")]).await;
+    server.apply(&one_queue(cpus as u32)).await;
+    let watch = PeakWatch::start();
+    let (wall, ids) = berth_chunk(&server, n).await;
+    let peak = watch.stop();
+    let records = kept_records(&server, &ids);
+    let jobs = server.all_jobs().await;
+    let mut failed = BTreeMap::new();
+    for j in jobs.iter().filter(|j| j["state"] != "succeeded") {
+        *failed.entry(j["reason"].as_str().unwrap_or("?").chars().take(60).collect::<String>()).or_insert(0) += 1;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let left_in_ray = ray_jobs(&reqwest::Client::new(), url, "j-").await.len();
+    let run = Run {
+        runner: "berth (fresh head)".into(),
+        in_flight: slots.to_string(),
+        wall,
+        succeeded: jobs.iter().filter(|j| j["state"] == "succeeded").count(),
+        failed,
+        peak,
+        gap_ms: slot_gap([records.iter().collect()], slots),
+        in_ray: in_ray(&records),
+    };
+    (run, left_in_ray)
+}
+
+/// Ray's final records of Berth's runs, as Berth kept them (`data/runs/{job}-r1/ray.json`)
+/// once it deleted the jobs from Ray.
+fn kept_records<'a>(server: &Server, ids: impl IntoIterator<Item = &'a String>) -> Vec<Value> {
+    ids.into_iter()
+        .filter_map(|id| std::fs::read_to_string(server.dir.join(format!("data/runs/{id}-r1/ray.json"))).ok())
+        .filter_map(|text| serde_json::from_str(&text).ok())
+        .collect()
+}
+
 /// The direct client and Berth, `rounds` chunks each, taking turns (who goes first
 /// alternates), on one head: a machine whose load drifts weighs on both alike.
 async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (Run, Run, f64, f64) {
@@ -260,10 +334,11 @@ async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (
         }
     }
     let direct_jobs = ray_jobs(&http, url, &prefix).await;
-    let berth_jobs = ray_jobs(&http, url, "j-").await;
+    // Berth deletes its ended jobs from Ray, keeping Ray's records in its data dir.
+    let berth_jobs = kept_records(&server, berth_chunks.iter().flatten());
     let (succeeded, failed) = outcomes(&direct_jobs);
     let direct = Run {
-        runner: "direct, N in flight (fair baseline)".into(),
+        runner: "direct, N in flight (taking turns)".into(),
         in_flight: slots.to_string(),
         wall: direct_s,
         succeeded,
@@ -279,7 +354,7 @@ async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (
     }
     let (cpu, rss) = server.usage();
     let berth = Run {
-        runner: format!("berth (quota {cpus} CPU, defaults)"),
+        runner: "berth (taking turns)".into(),
         in_flight: slots.to_string(),
         wall: berth_s,
         succeeded: jobs.iter().filter(|j| j["state"] == "succeeded").count(),
@@ -296,8 +371,9 @@ async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (
 
 /// Runs them all and prints one table.
 pub async fn run(url: &str) {
-    let n = if quick() { 20 } else { 200 };
-    let rounds = if quick() { 2 } else { 8 };
+    // BERTH_BENCH_RAY_JOBS overrides the count (a multiple of 25 keeps the chunks whole).
+    let n = std::env::var("BERTH_BENCH_RAY_JOBS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(if quick() { 20 } else { 200 });
+    let rounds = if quick() { 2 } else { n.div_ceil(25).max(1) };
     let http = reqwest::Client::new();
     let cpus = {
         let nodes: Value = http.get(format!("{url}/api/v0/nodes?view=summary")).send().await.unwrap().json().await.unwrap_or(Value::Null);
@@ -318,6 +394,8 @@ pub async fn run(url: &str) {
         None
     };
     restart_ray();
+    let (alone, left_in_ray) = berth_alone(url, n, cpus, slots).await;
+    restart_ray();
     let (direct, through, cpu, rss) = paced(url, n, cpus, slots, rounds).await;
 
     println!("\n## Ray: {n} no-op jobs (1 CPU each) on a {cpus}-CPU head: Berth's overhead over Ray's Jobs API");
@@ -326,7 +404,7 @@ pub async fn run(url: &str) {
         "runner", "in flight", "time", "succeeded", "slot gap", "job in Ray", "head PSS peak"
     );
     println!("{}", "-".repeat(130));
-    for r in [Some(&flooded), wild.as_ref(), Some(&direct), Some(&through)].into_iter().flatten() {
+    for r in [Some(&flooded), wild.as_ref(), Some(&alone), Some(&direct), Some(&through)].into_iter().flatten() {
         let failed: Vec<String> = r.failed.iter().map(|(why, k)| format!("{k} {why}")).collect();
         println!(
             "{:<36} | {:>9} | {:>9.1} s | {:>5} / {n} | {:>9} | {:>8.1} s | {:>10.0} MB | {}",
@@ -348,15 +426,26 @@ pub async fn run(url: &str) {
         n / rounds
     );
     println!(
-        "time ratio berth / direct with {slots} in flight: {ratio:.2}x (target <= 1.1x: {}{}); head PSS peak berth {:.0} MB vs direct flood {:.0} MB (target lower: {})",
+        "time ratio berth / direct with {slots} in flight (taking turns on one head): {ratio:.2}x (target <= 1.1x: {}{})",
         met(ratio <= 1.1),
         if all(&direct) && all(&through) { "" } else { "; NOT every job succeeded" },
-        through.peak,
+    );
+    println!(
+        "head PSS peak, each on a fresh head: berth {:.0} MB vs direct flood {:.0} MB (target lower: {}){}",
+        alone.peak,
         flooded.peak,
-        met(through.peak < flooded.peak),
+        met(alone.peak < flooded.peak),
+        if all(&alone) { "" } else { "; NOT every Berth job succeeded" },
     );
     if let Some(w) = &wild {
-        println!("head PSS peak berth {:.0} MB vs the flood asking no resources {:.0} MB (lower: {})", through.peak, w.peak, met(through.peak < w.peak));
+        println!("head PSS peak, fresh heads: berth {:.0} MB vs the flood asking no CPU {:.0} MB (lower: {})", alone.peak, w.peak, met(alone.peak < w.peak));
     }
+    println!(
+        "head PSS peak, taking turns on one head ({} jobs by its end): berth {:.0} MB vs direct {:.0} MB",
+        2 * n,
+        through.peak,
+        direct.peak
+    );
+    println!("Berth's jobs Ray still lists after the fresh-head run: {left_in_ray} of {n} (Berth keeps their logs and deletes them)");
     println!("idle head PSS {idle:.0} MB; berth server {cpu:.1} s CPU, peak RSS {rss:.0} MB");
 }
