@@ -65,10 +65,15 @@ impl Db {
             DbKind::Sqlite => sqlite_url(url)?,
             DbKind::Postgres => url.to_string(),
         };
-        let options = AnyPoolOptions::new().max_connections(match kind {
-            DbKind::Sqlite => 4,
-            DbKind::Postgres => 10,
-        });
+        // A SQLite connection is a file handle that cannot go stale, so it is not pinged
+        // before each use (a round trip to its worker thread on every transaction, the
+        // admission loop's commit included); a PostgreSQL one can, so it is.
+        let options = AnyPoolOptions::new()
+            .max_connections(match kind {
+                DbKind::Sqlite => 4,
+                DbKind::Postgres => 10,
+            })
+            .test_before_acquire(kind == DbKind::Postgres);
         let options = if kind == DbKind::Sqlite {
             // WAL lets readers proceed while one writer commits; concurrent writers wait on
             // the busy timeout (sqlx's default, 5 s) instead of failing. `synchronous =

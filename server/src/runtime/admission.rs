@@ -9,8 +9,16 @@
 //! 1. **decide**: one transaction with every state change and event so far (victims back to
 //!    `pending` with their original enqueue time, admissions as `admitted`): written before
 //!    any side effect, so a crash never leaves a process the database does not know of;
-//! 2. **act**: stop victims, cancelled and timed-out runs, then start the admissions;
-//! 3. **record**: one transaction with the starts (`running`, handle) and start failures.
+//! 2. **act**: stop victims, cancelled and timed-out runs, then hand the admissions to a
+//!    start task and go on (a start makes files and spawns: the loop does not wait for it,
+//!    so the next exit is served while this start runs);
+//! 3. **record**: each start's result comes back like an exit and rides with a later
+//!    cycle's transaction (`running`, handle) — or, when the job was cancelled or preempted
+//!    meanwhile, its run is stopped at once.
+//!
+//! A cycle writes at once only what something waits for: admissions (before their starts),
+//! stops, replies. Anything else (starts, ends of runs) rides with the next transaction or
+//! is flushed within [`FLUSH_DELAY`]: a crash before that is safe, recovery asks the backend.
 //!
 //! After a restart, [`Loop::recover`] reloads every unfinished job and asks its backend to
 //! adopt `admitted` and `running` ones: alive → running again, ended → its outcome, never
@@ -108,12 +116,19 @@ pub struct Loop {
     pub(super) cmds: mpsc::UnboundedReceiver<Cmd>,
     pub(super) exits: mpsc::UnboundedReceiver<Exit>,
     pub(super) config_rx: watch::Receiver<i64>,
+    /// Results of the start tasks (see [`Loop::launch`]).
+    started_tx: mpsc::UnboundedSender<Started>,
+    started_rx: mpsc::UnboundedReceiver<Started>,
+    /// Admitted jobs whose start result has not come back yet.
+    starting: HashSet<Name>,
+    /// Exits that overtook their start's result: applied right after it.
+    early_exits: HashMap<Name, Exit>,
     dirty: bool,
     last_sample: Option<(Instant, UsageCells)>,
     last_prune: Option<Instant>,
-    /// Starts not yet written: they ride with the next cycle's transaction, or are flushed
-    /// at `flush_at`. A crash before that is safe: the job is stored as admitted and
-    /// recovery adopts the run the backend started.
+    /// Changes not yet written (starts, ends of runs): they ride with the next cycle's
+    /// transaction, or are flushed at `flush_at`. A crash before that is safe: the job is
+    /// stored as admitted or running and recovery adopts the run or reads its outcome.
     carry: Batch,
     flush_at: Option<tokio::time::Instant>,
     /// Some job changed since the last sample (else usage is not recomputed before the
@@ -132,12 +147,20 @@ pub struct Loop {
     down: HashMap<String, (u32, i64, String)>,
     /// Jobs waiting for an unavailable backend (their backoff is not a retry).
     backend_waits: HashSet<Name>,
+    /// A commit failed for good: the database may list runs as unfinished that this loop
+    /// dropped, so backends are never told to forget ended runs again (see
+    /// [`Loop::forget_ended`]).
+    diverged: bool,
+    last_forget: Option<Instant>,
 }
 
 /// Longest wait before trying an unavailable backend again.
 const BACKEND_BACKOFF_MAX: Duration = Duration::from_secs(30);
 
-/// Longest a start stays unwritten.
+/// Least time between two [`Loop::forget_ended`] passes.
+const FORGET_EVERY: Duration = Duration::from_secs(5);
+
+/// Longest a change nothing waits for stays unwritten.
 const FLUSH_DELAY: Duration = Duration::from_millis(20);
 
 /// Usage in milli-units per (queue, flavor, resource).
@@ -145,6 +168,15 @@ type UsageCells = BTreeMap<(Name, Name, Name), i64>;
 
 /// Where the answer to a cancel or priority change goes.
 type Reply = oneshot::Sender<Result<JobRow, RuntimeError>>;
+
+/// What a start task reports for one run.
+struct Started {
+    run: RunId,
+    backend: String,
+    result: Result<String, BackendError>,
+    /// When the backend's start returned (µs).
+    at_us: i64,
+}
 
 /// What one cycle changed, written together.
 #[derive(Default)]
@@ -186,6 +218,7 @@ impl Loop {
             (s.compiled.clone(), s.config_version, s.nodes.as_ref().clone())
         };
         let config_rx = config.subscribe();
+        let (started_tx, started_rx) = mpsc::unbounded_channel();
         Loop {
             state: State { jobs: HashMap::new(), waiting: HashMap::new(), compiled, config_version, nodes, stages: HashMap::new() },
             store,
@@ -196,6 +229,10 @@ impl Loop {
             cmds,
             exits,
             config_rx,
+            started_tx,
+            started_rx,
+            starting: HashSet::new(),
+            early_exits: HashMap::new(),
             dirty: true,
             last_sample: None,
             last_prune: None,
@@ -209,6 +246,8 @@ impl Loop {
             next_retry: Some(0),
             down: HashMap::new(),
             backend_waits: HashSet::new(),
+            diverged: false,
+            last_forget: None,
         }
     }
 
@@ -265,7 +304,9 @@ impl Loop {
                 self.state.stages.insert(id, status.parallelism.max_concurrent);
             }
         }
-        self.commit(now, &mut batch).await;
+        if self.commit(now, &mut batch).await {
+            self.forget_ended();
+        }
         tracing::info!(jobs = self.state.jobs.len(), "admission loop recovered its jobs");
         Ok(())
     }
@@ -276,6 +317,7 @@ impl Loop {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut exits = Vec::new();
         let mut cmds = Vec::new();
+        let mut started = Vec::new();
         loop {
             let mut ticked = false;
             tokio::select! {
@@ -284,11 +326,12 @@ impl Loop {
                     None => {
                         // Shutting down: write the starts still carried.
                         let mut carry = std::mem::take(&mut self.carry);
-                        self.commit(now_us(), &mut carry).await;
+                        let _ = self.commit(now_us(), &mut carry).await;
                         return;
                     }
                 },
                 Some(e) = self.exits.recv() => exits.push(e),
+                Some(s) = self.started_rx.recv() => started.push(s),
                 Ok(()) = self.config_rx.changed() => self.reload_config().await,
                 _ = tick.tick() => ticked = true,
                 _ = tokio::time::sleep_until(self.flush_at.unwrap_or_else(tokio::time::Instant::now)), if self.flush_at.is_some() => {}
@@ -300,7 +343,10 @@ impl Loop {
             while let Ok(e) = self.exits.try_recv() {
                 exits.push(e);
             }
-            self.cycle(std::mem::take(&mut cmds), std::mem::take(&mut exits), ticked).await;
+            while let Ok(s) = self.started_rx.try_recv() {
+                started.push(s);
+            }
+            self.cycle(std::mem::take(&mut cmds), std::mem::take(&mut started), std::mem::take(&mut exits), ticked).await;
         }
     }
 
@@ -331,15 +377,20 @@ impl Loop {
         s.nodes = Arc::new(self.state.nodes.clone());
     }
 
-    async fn cycle(&mut self, cmds: Vec<Cmd>, exits: Vec<Exit>, ticked: bool) {
+    async fn cycle(&mut self, cmds: Vec<Cmd>, started: Vec<Started>, exits: Vec<Exit>, ticked: bool) {
         let t_cycle = Instant::now();
         let now = now_us();
         let mut batch = std::mem::take(&mut self.carry);
-        self.flush_at = None;
+        // Starts before exits: a run's start is recorded before its end.
+        for s in started {
+            self.on_started(s, &mut batch);
+        }
         for exit in exits {
             let key: Name = exit.run.job.clone();
             let current = self.state.jobs.get(&key).is_some_and(|l| l.row.state.holds_quota() && l.row.runs == exit.run.run);
-            if current {
+            if current && self.starting.contains(&key) {
+                self.early_exits.insert(key, exit);
+            } else if current {
                 self.end_run(&key, exit.outcome, now, &mut batch);
             }
         }
@@ -355,30 +406,27 @@ impl Loop {
             self.dirty = false;
             starts = self.decide(now, &mut batch);
         }
-        let t_commit = Instant::now();
-        self.commit(now, &mut batch).await;
-        let commit_us = t_commit.elapsed().as_micros() as u64;
-        for (backend, run, handle) in std::mem::take(&mut batch.stops) {
-            if let Some(b) = self.backends.get(&backend) {
-                if let Err(e) = b.stop(run.clone(), handle).await {
-                    tracing::warn!(run = %run.key(), error = %e, "stop failed");
+        let due = self.flush_at.is_some_and(|t| t <= tokio::time::Instant::now());
+        if !starts.is_empty() || !batch.stops.is_empty() || !batch.replies.is_empty() || due {
+            let t_commit = Instant::now();
+            if self.commit(now, &mut batch).await {
+                self.forget_ended();
+            }
+            self.flush_at = None;
+            tracing::debug!(commit_us = t_commit.elapsed().as_micros() as u64, starts = starts.len(), "cycle parts");
+            for (backend, run, handle) in std::mem::take(&mut batch.stops) {
+                if let Some(b) = self.backends.get(&backend) {
+                    if let Err(e) = b.stop(run.clone(), handle).await {
+                        tracing::warn!(run = %run.key(), error = %e, "stop failed");
+                    }
                 }
             }
+            self.launch(starts, &mut batch);
         }
-        let t_start = Instant::now();
-        let n_starts = starts.len();
-        for key in starts {
-            self.start(&key, &mut batch).await;
-        }
-        tracing::debug!(commit_us, starts = n_starts, start_us = t_start.elapsed().as_micros() as u64, "cycle parts");
-        if batch.is_empty() {
-            self.carry = batch;
-        } else if batch.replies.is_empty() {
-            self.carry = batch;
+        if !batch.is_empty() && self.flush_at.is_none() {
             self.flush_at = Some(tokio::time::Instant::now() + FLUSH_DELAY);
-        } else {
-            self.commit(now_us(), &mut batch).await;
         }
+        self.carry = batch;
         self.sample(now).await;
         tracing::debug!(cycle_us = t_cycle.elapsed().as_micros() as u64, "cycle");
     }
@@ -696,30 +744,72 @@ impl Loop {
         starts
     }
 
-    async fn start(&mut self, key: &Name, batch: &mut Batch) {
-        let Some(live) = self.state.jobs.get(key) else { return };
-        if live.row.state != JobState::Admitted {
-            return;
-        }
-        let backend_name = live.row.backend.clone().unwrap_or_default();
-        let Some(backend) = self.backends.get(&backend_name).cloned() else {
+    /// Hands this cycle's admissions, in order, to one task that starts them and reports
+    /// each result ([`Started`]); the loop goes on meanwhile. Their `admitted` rows are
+    /// already committed, so a crash during the starts is recovered by adoption.
+    fn launch(&mut self, keys: Vec<Name>, batch: &mut Batch) {
+        let mut todo = Vec::with_capacity(keys.len());
+        for key in keys {
+            let Some(live) = self.state.jobs.get(&key) else { continue };
+            if live.row.state != JobState::Admitted {
+                continue;
+            }
+            let backend_name = live.row.backend.clone().unwrap_or_default();
             let now = now_us();
-            self.end_run(key, Outcome::Failed(format!("backend `{backend_name}` is not configured")), now, batch);
-            return;
-        };
-        if let Some((_, until, why)) = self.down.get(&backend_name).filter(|(_, until, _)| *until > now_us()).cloned() {
-            // Known to be down: do not knock again before its backoff ends.
-            self.wait_for_backend(key, why, until, now_us(), batch);
+            let Some(backend) = self.backends.get(&backend_name).cloned() else {
+                self.end_run(&key, Outcome::Failed(format!("backend `{backend_name}` is not configured")), now, batch);
+                continue;
+            };
+            if let Some((_, until, why)) = self.down.get(&backend_name).filter(|(_, until, _)| *until > now).cloned() {
+                // Known to be down: do not knock again before its backoff ends.
+                self.wait_for_backend(&key, why, until, now, batch);
+                continue;
+            }
+            todo.push((backend, backend_name, self.start_spec(live)));
+            self.starting.insert(key);
+        }
+        if todo.is_empty() {
             return;
         }
-        let spec = self.start_spec(live);
-        let result = backend.start(spec).await;
-        let now = now_us();
-        match result {
+        let tx = self.started_tx.clone();
+        tokio::spawn(async move {
+            // A backend that said it is unavailable is not asked again by this task.
+            let mut down: HashMap<String, BackendError> = HashMap::new();
+            for (backend, name, spec) in todo {
+                let run = spec.run.clone();
+                let result = match down.get(&name) {
+                    Some(e) => Err(e.clone()),
+                    None => backend.start(spec).await,
+                };
+                if let Err(e @ BackendError::Unavailable(_)) = &result {
+                    down.insert(name.clone(), e.clone());
+                }
+                if tx.send(Started { run, backend: name, result, at_us: now_us() }).is_err() {
+                    return; // the loop is gone; recovery adopts what was started
+                }
+            }
+        });
+    }
+
+    /// A start's result: the job runs, waits for its backend, or fails. A run whose job was
+    /// cancelled or preempted while it started is stopped at once.
+    fn on_started(&mut self, s: Started, batch: &mut Batch) {
+        let key = s.run.job.clone();
+        self.starting.remove(&key);
+        let early = self.early_exits.remove(&key);
+        let current = self.state.jobs.get(&key).is_some_and(|l| l.row.state == JobState::Admitted && l.row.runs == s.run.run);
+        if !current {
+            if let Ok(handle) = s.result {
+                batch.stops.push((s.backend.as_str().into(), s.run, handle));
+            }
+            return;
+        }
+        let (backend_name, now) = (s.backend, s.at_us);
+        match s.result {
             Ok(handle) => {
                 self.down.remove(&backend_name);
-                self.backend_waits.remove(key);
-                let live = self.state.jobs.get_mut(key).expect("checked above");
+                self.backend_waits.remove(&key);
+                let live = self.state.jobs.get_mut(&key).expect("checked above");
                 live.row.state = JobState::Running;
                 live.row.started_at_us = Some(now);
                 live.row.handle = Some(handle);
@@ -728,7 +818,10 @@ impl Loop {
                 }
                 let msg = format!("started on {}", live.row.node.as_deref().unwrap_or("?"));
                 batch.events.push(job_event(now, "started", live, msg));
-                batch.touch(key);
+                batch.touch(&key);
+                if let Some(exit) = early {
+                    self.end_run(&key, exit.outcome, now_us(), batch);
+                }
             }
             Err(BackendError::Unavailable(e)) => {
                 let failures = self.down.get(&backend_name).map_or(0, |d| d.0) + 1;
@@ -737,9 +830,9 @@ impl Loop {
                 let why = format!("backend {backend_name} unavailable: {e}");
                 self.down.insert(backend_name.clone(), (failures, until, why.clone()));
                 tracing::warn!(backend = %backend_name, error = %e, retry_in_s = delay.as_secs_f64(), "backend unavailable; jobs wait");
-                self.wait_for_backend(key, why, until, now, batch);
+                self.wait_for_backend(&key, why, until, now, batch);
             }
-            Err(e) => self.end_run(key, Outcome::Failed(format!("could not start: {e}")), now, batch),
+            Err(e) => self.end_run(&key, Outcome::Failed(format!("could not start: {e}")), now, batch),
         }
     }
 
@@ -795,9 +888,10 @@ impl Loop {
     /// Writes the batch's touched jobs and events; drops terminal jobs from memory; answers
     /// the commands that waited for the commit. A failed write is retried with backoff (the
     /// live state is the truth, so the same rows are written again).
-    async fn commit(&mut self, now: i64, batch: &mut Batch) {
+    /// True when everything is written (also when there was nothing to write).
+    async fn commit(&mut self, now: i64, batch: &mut Batch) -> bool {
         if batch.touched.is_empty() && batch.events.is_empty() && batch.replies.is_empty() {
-            return;
+            return true;
         }
         self.usage_dirty |= !batch.touched.is_empty();
         let mut result = Ok(());
@@ -813,6 +907,7 @@ impl Loop {
                 }
             }
         }
+        self.diverged |= result.is_err();
         for key in batch.touched.drain(..) {
             if self.state.jobs.get(&key).is_some_and(|l| l.row.state.is_terminal()) {
                 self.state.jobs.remove(&key);
@@ -829,6 +924,26 @@ impl Loop {
                 Err(e) => Err(RuntimeError::Store(e.to_string())),
             };
             let _ = reply.send(r);
+        }
+        result.is_ok()
+    }
+
+    /// Tells each backend that keeps records of ended runs which of its runs the database
+    /// lists as unfinished, so it may drop the rest. Called right after a commit, when memory
+    /// and database agree; never once a commit failed (see [`Loop::diverged`]).
+    fn forget_ended(&mut self) {
+        if self.diverged || self.last_forget.is_some_and(|t| t.elapsed() < FORGET_EVERY) {
+            return;
+        }
+        let due: Vec<_> = self.backends.iter().filter(|b| b.has_ended_runs()).cloned().collect();
+        if due.is_empty() {
+            return;
+        }
+        self.last_forget = Some(Instant::now());
+        for b in due {
+            let live: HashSet<RunId> =
+                self.state.jobs.values().filter(|l| l.row.state.holds_quota() && l.row.backend.as_deref() == Some(b.name())).map(Live::run).collect();
+            b.forget_ended(&live);
         }
     }
 

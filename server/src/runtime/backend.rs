@@ -6,7 +6,7 @@
 //! late exit of a preempted or cancelled run is never mistaken for the current one, and Ray
 //! (which refuses to reuse a submission id) gets a fresh id per attempt.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -136,6 +136,14 @@ pub trait Backend: Send + Sync + 'static {
     fn max_in_flight(&self) -> Option<usize> {
         None
     }
+    /// Whether [`Backend::forget_ended`] has anything to drop now.
+    fn has_ended_runs(&self) -> bool {
+        false
+    }
+    /// The database lists exactly `live` as this backend's unfinished runs (the loop calls
+    /// this right after a commit, with nothing of its own unwritten): what the backend keeps
+    /// so as to recover any other run after a restart may go.
+    fn forget_ended(&self, _live: &HashSet<RunId>) {}
     /// What the backend's own monitoring reports in use, if it has any.
     fn reported(&self) -> Option<Reported> {
         None

@@ -1,19 +1,35 @@
 //! The local backend: each run is a process group on the server's own host.
 //!
-//! A run lives in `data_dir/runs/{key}/`: `stdout` and `stderr`, `pid` (`{pid} {starttime}`,
-//! the kernel's start time, so a reused pid is never signalled), `work/` (the default working
-//! directory) and `exit`, which a wrapper shell around the entrypoint writes. The job writes
-//! its logs to those files itself (not through pipes to the server) and its code lands on
-//! disk, so a run survives a restart of the server and is adopted after it.
+//! A run's files are in `data_dir/runs/`: `{key}.stdout` and `{key}.stderr`, and `{key}/`,
+//! the default working directory (for a run that names none). Its record is a line in the
+//! journal, `runs/journal/{n}`: the server appends `pid {key} {pid} {starttime}` after the
+//! spawn (the kernel's start time, so a reused pid is never signalled) and a wrapper shell
+//! around the entrypoint appends `exit {key} {code}`. The job writes its logs to those files
+//! itself (not through pipes to the server) and its code lands on disk, so a run survives a
+//! restart of the server and is adopted after it.
+//!
+//! A start creates no file it can avoid, because creating an inode is most of what a start
+//! costs (ext4 without a journal scans past every recently deleted inode on each create; a
+//! directory costs several times a file). Hence the shared journal, and hence spares: a
+//! working directory or a log file that its run left empty moves to `runs/.spare/` (at most
+//! [`MAX_SPARES`] of each) when the run ends, and a later run takes it with a rename. A log
+//! is only kept as a spare when nothing else has it open (a write lease says so), so no
+//! escaped process of an old run can write into a new run's log.
+//!
+//! The journal is cut into segments of [`SEGMENT_RUNS`] runs; a new server starts a new one.
+//! A segment is deleted once the database no longer lists any of its runs as unfinished (the
+//! admission loop says so after a commit, [`Backend::forget_ended`]). Runs of older versions
+//! (`runs/{key}/` holding `pid`, `exit`, `stdout`, `stderr` and `work/`) are still adopted
+//! and their logs read.
 //!
 //! Logs are bounded by rotation: every [`POLL`], a file past the limit moves its newest
 //! `limit` bytes to `{stream}.1` and starts again empty (the job holds it with `O_APPEND`).
 //! A run ends when its entrypoint does; whatever it left in its process group is stopped
 //! before the [`Exit`] is sent, so the capacity it held is really free.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -31,14 +47,21 @@ pub const POLL: Duration = Duration::from_millis(200);
 /// Longest wait for a process group to vanish after SIGKILL (a process in `D` state can lag).
 const KILL_WAIT: Duration = Duration::from_secs(2);
 
-/// Runs the entrypoint in a subshell (so `exit 3` in it is the run's code; a fork, not
-/// another exec of the shell), then records the code. The entrypoint comes in the
-/// environment, so it needs no quoting.
-const WRAPPER: &str = r#"__berth_e=$BERTH_ENTRYPOINT __berth_f=$BERTH_EXIT_FILE
-unset BERTH_ENTRYPOINT BERTH_EXIT_FILE
+/// Most spare working directories, and most spare log files, kept for reuse.
+pub const MAX_SPARES: usize = 64;
+
+/// Runs begun in one journal segment before the next one is begun.
+pub const SEGMENT_RUNS: usize = 4096;
+
+/// Runs the entrypoint in a subshell (so `exit 3` or `exec` in it still lets the code be
+/// recorded; a fork, not another exec of the shell), then appends the code to the run's
+/// journal segment (one short `O_APPEND` write: lines of concurrent runs never mix). The
+/// entrypoint comes in the environment, so it needs no quoting.
+const WRAPPER: &str = r#"__berth_e=$BERTH_ENTRYPOINT __berth_j=$BERTH_JOURNAL __berth_k=$BERTH_RUN_KEY
+unset BERTH_ENTRYPOINT BERTH_JOURNAL BERTH_RUN_KEY
 (eval "$__berth_e")
 __berth_code=$?
-echo "$__berth_code" > "$__berth_f"
+echo "exit $__berth_k $__berth_code" >> "$__berth_j"
 exit "$__berth_code""#;
 
 /// What the local backend offers and where it keeps runs.
@@ -99,7 +122,7 @@ fn hostname() -> String {
     }
 }
 
-/// The leader of a run's process group, as the pid file records it.
+/// The leader of a run's process group, as the journal records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Proc {
     pid: i32,
@@ -114,48 +137,77 @@ pub struct LocalBackend {
     exits: UnboundedSender<Exit>,
     /// Runs this server watches (and will send the [`Exit`] of).
     live: Arc<Mutex<HashMap<RunId, Proc>>>,
+    spares: Arc<Spares>,
+    journal: Arc<Journal>,
 }
 
 impl LocalBackend {
     /// A backend sending each run's end to `exits`; a relative `data_dir` is made absolute.
+    /// Reads the journal and the spares left by an earlier server.
     pub fn new(mut cfg: LocalConfig, exits: UnboundedSender<Exit>) -> Arc<LocalBackend> {
         if let Ok(abs) = std::path::absolute(&cfg.data_dir) {
             cfg.data_dir = abs;
         }
-        Arc::new(LocalBackend { cfg, exits, live: Arc::default() })
+        let runs = cfg.data_dir.join("runs");
+        let spares = Arc::new(Spares::open(runs.join(".spare")));
+        let journal = Arc::new(Journal::open(runs.join("journal"), SEGMENT_RUNS));
+        Arc::new(LocalBackend { cfg, exits, live: Arc::default(), spares, journal })
     }
 
     pub fn config(&self) -> &LocalConfig {
         &self.cfg
     }
 
-    /// `data_dir/runs/{key}`.
-    pub fn run_dir(&self, run: &RunId) -> PathBuf {
-        self.cfg.data_dir.join("runs").join(run.key())
+    fn runs_dir(&self) -> PathBuf {
+        self.cfg.data_dir.join("runs")
+    }
+
+    /// Where a run's files are in the current layout.
+    fn paths(&self, run: &RunId) -> Paths {
+        Paths::new(&self.runs_dir(), &run.key())
+    }
+
+    /// The default working directory of a run: `data_dir/runs/{key}`.
+    pub fn work_dir(&self, run: &RunId) -> PathBuf {
+        self.paths(run).work
     }
 
     fn start_run(&self, spec: StartSpec) -> Result<String, BackendError> {
         let key = spec.run.key();
         let fail = |what: &str, e: io::Error| BackendError::Failed(format!("run {key}: {what}: {e}"));
-        let dir = self.run_dir(&spec.run);
-        if dir.join("pid").exists() {
-            return Err(BackendError::Failed(format!("run {key} was already started")));
-        }
-        fs::create_dir_all(&dir).map_err(|e| fail(&format!("creating {}", dir.display()), e))?;
+        let paths = self.paths(&spec.run);
         if let Some(d) = &spec.working_dir {
             super::request::workdir_allowed(&self.cfg.workdir_roots, d).map_err(BackendError::Failed)?;
         }
         let work = match &spec.working_dir {
-            Some(d) if Path::new(d).is_dir() => PathBuf::from(d),
+            Some(d) if Path::new(d).is_dir() => Some(PathBuf::from(d)),
             Some(d) => return Err(BackendError::Failed(format!("working_dir `{d}` does not exist or is not a directory"))),
+            None => None,
+        };
+        let Some(segment) = self.journal.begin(&key) else {
+            return Err(BackendError::Failed(format!("run {key} was already started")));
+        };
+        let runs = self.runs_dir();
+        fs::create_dir_all(&runs).map_err(|e| fail(&format!("creating {}", runs.display()), e))?;
+        let work = match work {
+            Some(w) => w,
             None => {
-                let w = dir.join("work");
-                fs::create_dir_all(&w).map_err(|e| fail(&format!("creating {}", w.display()), e))?;
-                w
+                if !self.spares.take_dir(&paths.work) {
+                    fs::create_dir_all(&paths.work).map_err(|e| fail(&format!("creating {}", paths.work.display()), e))?;
+                }
+                paths.work.clone()
             }
         };
-        let stdout = open_log(&dir.join(stream_file(Stream::Stdout))).map_err(|e| fail("opening stdout", e))?;
-        let stderr = open_log(&dir.join(stream_file(Stream::Stderr))).map_err(|e| fail("opening stderr", e))?;
+        let mut logs = Vec::with_capacity(2);
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let path = paths.log(stream);
+            let file = match self.spares.take_file(&path) {
+                Some(f) => f,
+                None => open_log(&path).map_err(|e| fail(&format!("opening {}", path.display()), e))?,
+            };
+            logs.push(file);
+        }
+        let (stderr, stdout) = (logs.pop().expect("two logs"), logs.pop().expect("two logs"));
 
         let mut cmd = tokio::process::Command::new("/bin/sh");
         cmd.arg("-c")
@@ -165,7 +217,8 @@ impl LocalBackend {
             .env("BERTH_JOB_ID", &*spec.run.job)
             .env("BERTH_RUN", spec.run.run.to_string())
             .env("BERTH_ENTRYPOINT", &spec.entrypoint)
-            .env("BERTH_EXIT_FILE", dir.join("exit"))
+            .env("BERTH_JOURNAL", self.journal.path(segment))
+            .env("BERTH_RUN_KEY", &key)
             .stdin(Stdio::null())
             .stdout(Stdio::from(stdout))
             .stderr(Stdio::from(stderr))
@@ -177,7 +230,7 @@ impl LocalBackend {
         // The child is not reaped before `wait`, so its stat is readable even if it already exited.
         let recorded = read_stat(pid)
             .ok_or_else(|| io::Error::other(format!("/proc/{pid}/stat is unreadable")))
-            .and_then(|stat| write_pid_file(&dir, Proc { pid, start: stat.start }).map(|()| stat.start));
+            .and_then(|stat| self.journal.record_pid(segment, &key, Proc { pid, start: stat.start }).map(|()| stat.start));
         let start = match recorded {
             Ok(start) => start,
             Err(e) => {
@@ -187,13 +240,22 @@ impl LocalBackend {
         };
         let proc = Proc { pid, start };
         self.lock_live().insert(spec.run.clone(), proc);
-        tokio::spawn(self.watch(spec.run, proc).run(Some(child)));
+        tokio::spawn(self.watch(spec.run, paths, proc, None).run(Some(child)));
         Ok(pid.to_string())
+    }
+
+    /// What is known of a run started here: its journal record, or an old-layout run's files.
+    fn record(&self, run: &RunId) -> Option<(Record, Option<Paths>)> {
+        if let Some(record) = self.journal.lookup(&run.key()) {
+            return Some((record, None));
+        }
+        let old = Paths::legacy(&self.runs_dir(), run)?;
+        Some((old.read_legacy(), Some(old)))
     }
 
     fn stop_run(&self, run: &RunId) -> Result<(), BackendError> {
         let known = self.lock_live().get(run).copied();
-        let Some(proc) = known.or_else(|| read_pid_file(&self.run_dir(run))) else {
+        let Some(proc) = known.or_else(|| self.record(run).and_then(|(r, _)| r.pid)) else {
             return Ok(()); // never started: nothing to stop
         };
         if !is_ours(proc) {
@@ -215,40 +277,50 @@ impl LocalBackend {
     }
 
     fn adopt_run(&self, run: RunId) -> Adopted {
-        let dir = self.run_dir(&run);
-        if !dir.is_dir() {
+        let Some((record, legacy)) = self.record(&run) else {
             return Adopted::NeverStarted;
-        }
-        if let Some(code) = read_exit(&dir) {
+        };
+        if let Some(code) = record.exit {
             return Adopted::Ended(Outcome::Exited(code));
         }
-        let Some(proc) = read_pid_file(&dir) else {
+        let Some(proc) = record.pid else {
             return Adopted::NeverStarted; // the server died before it spawned the process
+        };
+        let exit_now = || match &legacy {
+            Some(old) => old.read_legacy().exit,
+            None => self.journal.lookup(&run.key()).and_then(|r| r.exit),
         };
         if is_alive(proc) {
             let handle = proc.pid.to_string();
             let new = self.lock_live().insert(run.clone(), proc).is_none();
             if new {
-                tokio::spawn(self.watch(run, proc).run(None));
+                let paths = legacy.clone().unwrap_or_else(|| self.paths(&run));
+                let source = match legacy {
+                    Some(old) => ExitSource::Legacy(old),
+                    None => ExitSource::Journal(self.journal.clone(), run.key()),
+                };
+                tokio::spawn(self.watch(run, paths, proc, Some(source)).run(None));
             }
             return Adopted::Running { handle };
         }
         // It may have ended between the two reads.
-        match read_exit(&dir) {
+        match exit_now() {
             Some(code) => Adopted::Ended(Outcome::Exited(code)),
             None => Adopted::Ended(Outcome::Failed("process is gone and left no exit code".into())),
         }
     }
 
-    fn watch(&self, run: RunId, proc: Proc) -> Watch {
+    fn watch(&self, run: RunId, paths: Paths, proc: Proc, adopted: Option<ExitSource>) -> Watch {
         Watch {
-            dir: self.run_dir(&run),
+            paths,
             run,
             proc,
+            adopted,
             grace: self.cfg.kill_grace,
             log_limit: self.cfg.log_limit_bytes,
             exits: self.exits.clone(),
             live: self.live.clone(),
+            spares: self.spares.clone(),
         }
     }
 
@@ -276,7 +348,7 @@ impl Backend for LocalBackend {
         Box::pin(async move { self.start_run(spec) })
     }
 
-    /// The pid file, not the handle, names the process: it carries the start time.
+    /// The journal, not the handle, names the process: it carries the start time.
     fn stop(&self, run: RunId, _handle: String) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(async move { self.stop_run(&run) })
     }
@@ -287,16 +359,39 @@ impl Backend for LocalBackend {
     }
 
     /// `None` reads the last `log_limit_bytes`, from `.1` too when the current file is shorter.
+    /// A log that is not there is empty (a run that wrote nothing gave its file away).
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>> {
-        let dir = self.run_dir(&run);
+        let runs = self.runs_dir();
         let want = tail_bytes.unwrap_or(self.cfg.log_limit_bytes);
         Box::pin(async move {
-            if !dir.is_dir() {
-                return Err(BackendError::Failed(format!("run {} has no logs here ({} does not exist)", run.key(), dir.display())));
-            }
-            let read = tokio::task::spawn_blocking(move || read_log(&dir.join(stream_file(stream)), want)).await;
+            let paths = Paths::legacy(&runs, &run).unwrap_or_else(|| Paths::new(&runs, &run.key()));
+            let read = tokio::task::spawn_blocking(move || read_log(&paths.log(stream), want)).await;
             read.map_err(io::Error::other).and_then(|r| r).map_err(|e| BackendError::Failed(format!("reading the log of run {}: {e}", run.key())))
         })
+    }
+
+    fn has_ended_runs(&self) -> bool {
+        self.journal.has_old_segments()
+    }
+
+    fn forget_ended(&self, live: &HashSet<RunId>) {
+        let keys: HashSet<String> = live.iter().map(RunId::key).collect();
+        self.journal.retain(&keys);
+    }
+}
+
+/// Where an adopted run's exit code will appear.
+enum ExitSource {
+    Journal(Arc<Journal>, String),
+    Legacy(Paths),
+}
+
+impl ExitSource {
+    fn exit(&self) -> Option<i32> {
+        match self {
+            ExitSource::Journal(j, key) => j.lookup(key).and_then(|r| r.exit),
+            ExitSource::Legacy(old) => old.read_legacy().exit,
+        }
     }
 }
 
@@ -304,11 +399,14 @@ impl Backend for LocalBackend {
 struct Watch {
     run: RunId,
     proc: Proc,
-    dir: PathBuf,
+    paths: Paths,
+    /// For a run started before a restart (not our child): where its code will be.
+    adopted: Option<ExitSource>,
     grace: Duration,
     log_limit: u64,
     exits: UnboundedSender<Exit>,
     live: Arc<Mutex<HashMap<RunId, Proc>>>,
+    spares: Arc<Spares>,
 }
 
 impl Watch {
@@ -334,7 +432,7 @@ impl Watch {
                 tick.tick().await;
                 self.bound_logs().await;
                 if !is_alive(self.proc) {
-                    break match read_exit(&self.dir) {
+                    break match self.adopted.as_ref().and_then(ExitSource::exit) {
                         Some(code) => Outcome::Exited(code),
                         None => Outcome::Failed("process ended without recording an exit code (killed by a signal?)".into()),
                     };
@@ -344,20 +442,307 @@ impl Watch {
         end_group(self.proc, self.grace).await;
         self.bound_logs().await;
         self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.run);
+        let gone = !group_exists(self.proc.pid);
         let _ = self.exits.send(Exit { run: self.run, outcome });
+        // After the send: the next run waits on the exit, not on these renames.
+        if self.paths.legacy.is_none() && gone {
+            self.spares.recycle(&self.paths);
+        }
     }
 
+    /// Two stats; only a log past its bound goes to the blocking pool to be rotated.
     async fn bound_logs(&self) {
-        let (dir, limit) = (self.dir.clone(), self.log_limit);
-        let done = tokio::task::spawn_blocking(move || {
-            for stream in [Stream::Stdout, Stream::Stderr] {
-                let path = dir.join(stream_file(stream));
-                if let Err(e) = rotate(&path, limit) {
-                    tracing::warn!(log = %path.display(), error = %e, "log rotation failed");
+        let limit = self.log_limit.max(1);
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let path = self.paths.log(stream);
+            if fs::metadata(&path).map_or(true, |m| m.len() <= limit) {
+                continue;
+            }
+            let rotated = tokio::task::spawn_blocking({
+                let path = path.clone();
+                move || rotate(&path, limit)
+            });
+            if let Ok(Err(e)) = rotated.await {
+                tracing::warn!(log = %path.display(), error = %e, "log rotation failed");
+            }
+        }
+    }
+}
+
+/// Empty working directories and log files of ended runs, each to become a new run's by a
+/// rename (see the module doc).
+#[derive(Debug)]
+struct Spares {
+    dir: PathBuf,
+    /// Mode, owner and group of a directory made here: a spare that differs (a job chmod-ed
+    /// its working directory) is not handed to another run.
+    made: Option<(u32, u32, u32)>,
+    dirs: Mutex<Vec<PathBuf>>,
+    files: Mutex<Vec<PathBuf>>,
+    /// Names spares: this server's start time, then a count.
+    stamp: u128,
+    count: std::sync::atomic::AtomicU64,
+}
+
+impl Spares {
+    /// `dir` and the empty directories and files already in it (from before a restart).
+    fn open(dir: PathBuf) -> Spares {
+        let _ = fs::create_dir_all(&dir);
+        let made = fs::metadata(&dir).ok().map(|m| dir_identity(&m));
+        let (mut dirs, mut files) = (Vec::new(), Vec::new());
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            match fs::symlink_metadata(&path) {
+                Ok(m) if m.is_dir() && is_empty_dir(&path) => dirs.push(path),
+                Ok(m) if m.is_file() && m.len() == 0 => files.push(path),
+                _ => {}
+            }
+        }
+        dirs.truncate(MAX_SPARES);
+        files.truncate(MAX_SPARES);
+        let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Spares { dir, made, dirs: Mutex::new(dirs), files: Mutex::new(files), stamp, count: Default::default() }
+    }
+
+    fn name(&self) -> PathBuf {
+        let n = self.count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.dir.join(format!("{}-{n}", self.stamp))
+    }
+
+    /// Moves a spare directory to `to`; false when there is none (or none still empty).
+    fn take_dir(&self, to: &Path) -> bool {
+        while let Some(spare) = lock(&self.dirs).pop() {
+            if is_empty_dir(&spare) && fs::rename(&spare, to).is_ok() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Moves a spare file to `to` and opens it as a log; `None` when there is none.
+    fn take_file(&self, to: &Path) -> Option<File> {
+        while let Some(spare) = lock(&self.files).pop() {
+            if fs::rename(&spare, to).is_err() {
+                continue;
+            }
+            match open_log(to) {
+                Ok(f) if f.metadata().is_ok_and(|m| m.len() == 0) => return Some(f),
+                // Not empty after all: it stays that run's log; the caller makes a fresh one.
+                Ok(_) | Err(_) => {
+                    let _ = fs::rename(to, self.name().with_extension("stale"));
                 }
             }
-        });
-        let _ = done.await;
+        }
+        None
+    }
+
+    /// Keeps what an ended run left empty as spares: its working directory if it is as this
+    /// backend makes them, its logs if they were never rotated. Nothing is kept while some
+    /// process (escaped from the run's group) still has one of its logs open: it could also
+    /// still write into the working directory.
+    fn recycle(&self, paths: &Paths) {
+        let mut empty = Vec::new();
+        for log in [&paths.stdout, &paths.stderr] {
+            let Ok(f) = File::open(log) else { continue };
+            if !alone(&f) {
+                return;
+            }
+            if f.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) && !with_suffix(log, ".1").exists() {
+                empty.push(log);
+            }
+        }
+        let same = self.made.is_some() && fs::symlink_metadata(&paths.work).is_ok_and(|m| m.is_dir() && Some(dir_identity(&m)) == self.made);
+        if same && lock(&self.dirs).len() < MAX_SPARES && is_empty_dir(&paths.work) {
+            let spare = self.name();
+            if fs::rename(&paths.work, &spare).is_ok() {
+                lock(&self.dirs).push(spare);
+            }
+        }
+        for log in empty {
+            if lock(&self.files).len() >= MAX_SPARES {
+                break;
+            }
+            let spare = self.name();
+            if fs::rename(log, &spare).is_ok() {
+                lock(&self.files).push(spare);
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// No other open file description of this file exists: the kernel grants a write lease only
+/// then. Released at once; any failure (a file system without leases) says no.
+fn alone(f: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl on a descriptor we own, with integer arguments.
+    let granted = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) } == 0;
+    if granted {
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+    }
+    granted
+}
+
+fn dir_identity(m: &fs::Metadata) -> (u32, u32, u32) {
+    use std::os::unix::fs::MetadataExt;
+    (m.mode(), m.uid(), m.gid())
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none())
+}
+
+/// The runs' pid and exit lines, by segment (see the module doc).
+#[derive(Debug)]
+struct Journal {
+    dir: PathBuf,
+    /// Runs a segment takes ([`SEGMENT_RUNS`]; fewer in tests).
+    per_segment: usize,
+    state: Mutex<Segments>,
+}
+
+#[derive(Debug, Default)]
+struct Segments {
+    /// The segment new runs are begun in: a fresh one per server.
+    current: u64,
+    /// Runs begun in `current`.
+    begun: usize,
+    /// `current`, open for appending once something was written to it.
+    file: Option<File>,
+    all: BTreeMap<u64, Segment>,
+}
+
+/// What one segment says, and how much of it has been read.
+#[derive(Debug, Default)]
+struct Segment {
+    runs: HashMap<String, Record>,
+    /// Bytes parsed, up to the last complete line.
+    read: u64,
+}
+
+impl Journal {
+    /// Reads every segment in `dir`; new runs go to a new one.
+    fn open(dir: PathBuf, per_segment: usize) -> Journal {
+        let _ = fs::create_dir_all(&dir);
+        let mut all = BTreeMap::new();
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if let Some(n) = entry.file_name().to_str().and_then(|n| n.parse::<u64>().ok()) {
+                let mut segment = Segment::default();
+                segment.refresh(&entry.path());
+                all.insert(n, segment);
+            }
+        }
+        let current = all.keys().next_back().map_or(1, |n| n + 1);
+        all.insert(current, Segment::default());
+        Journal { dir, per_segment, state: Mutex::new(Segments { current, begun: 0, file: None, all }) }
+    }
+
+    fn path(&self, segment: u64) -> PathBuf {
+        self.dir.join(segment.to_string())
+    }
+
+    /// Enters a run about to be started; the segment its lines go to, or `None` when the
+    /// run was started already.
+    fn begin(&self, key: &str) -> Option<u64> {
+        let mut s = lock(&self.state);
+        if s.all.values().any(|seg| seg.runs.get(key).is_some_and(|r| r.pid.is_some() || r.exit.is_some())) {
+            return None;
+        }
+        if s.begun >= self.per_segment {
+            s.current += 1;
+            s.begun = 0;
+            s.file = None;
+            let current = s.current;
+            s.all.insert(current, Segment::default());
+        }
+        s.begun += 1;
+        let current = s.current;
+        s.all.entry(current).or_default().runs.entry(key.to_string()).or_default();
+        Some(current)
+    }
+
+    /// Appends the pid line of a run begun in `segment` (one write).
+    fn record_pid(&self, segment: u64, key: &str, proc: Proc) -> io::Result<()> {
+        let line = format!("pid {key} {} {}\n", proc.pid, proc.start);
+        let mut s = lock(&self.state);
+        if segment == s.current {
+            if s.file.is_none() {
+                s.file = Some(OpenOptions::new().create(true).append(true).open(self.path(segment))?);
+            }
+            s.file.as_mut().expect("opened above").write_all(line.as_bytes())?;
+        } else {
+            OpenOptions::new().create(true).append(true).open(self.path(segment))?.write_all(line.as_bytes())?;
+        }
+        if let Some(seg) = s.all.get_mut(&segment) {
+            seg.runs.entry(key.to_string()).or_default().pid = Some(proc);
+        }
+        Ok(())
+    }
+
+    /// A run's record, with its segment read up to now; `None` for a run not begun here.
+    fn lookup(&self, key: &str) -> Option<Record> {
+        let mut s = lock(&self.state);
+        let n = *s.all.iter().find(|(_, seg)| seg.runs.contains_key(key))?.0;
+        let path = self.path(n);
+        let seg = s.all.get_mut(&n)?;
+        seg.refresh(&path);
+        seg.runs.get(key).cloned()
+    }
+
+    fn has_old_segments(&self) -> bool {
+        lock(&self.state).all.len() > 1
+    }
+
+    /// Deletes every segment but the current one that holds none of `live`.
+    fn retain(&self, live: &HashSet<String>) {
+        let mut s = lock(&self.state);
+        let current = s.current;
+        let dead: Vec<u64> = s.all.iter().filter(|(n, seg)| **n != current && !seg.runs.keys().any(|k| live.contains(k))).map(|(n, _)| *n).collect();
+        for n in dead {
+            match fs::remove_file(self.path(n)) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::warn!(segment = %self.path(n).display(), error = %e, "cannot delete a journal segment");
+                    continue;
+                }
+            }
+            s.all.remove(&n);
+        }
+    }
+}
+
+impl Segment {
+    /// Parses what was appended to the file since the last read.
+    fn refresh(&mut self, path: &Path) {
+        let Ok(mut f) = File::open(path) else { return };
+        if f.seek(SeekFrom::Start(self.read)).is_err() {
+            return;
+        }
+        let mut text = String::new();
+        if f.read_to_string(&mut text).is_err() {
+            return;
+        }
+        // A line still being written waits for the next read.
+        let Some(end) = text.rfind('\n') else { return };
+        for line in text[..end].lines() {
+            let mut words = line.split_whitespace();
+            let (Some(kind), Some(key)) = (words.next(), words.next()) else { continue };
+            let record = self.runs.entry(key.to_string()).or_default();
+            match kind {
+                "pid" => {
+                    if let (Some(Ok(pid)), Some(Ok(start))) = (words.next().map(str::parse), words.next().map(str::parse)) {
+                        record.pid = Some(Proc { pid, start });
+                    }
+                }
+                "exit" => record.exit = words.next().and_then(|c| c.parse().ok()).or(record.exit),
+                _ => {}
+            }
+        }
+        self.read += end as u64 + 1;
     }
 }
 
@@ -382,11 +767,60 @@ async fn end_group(proc: Proc, grace: Duration) {
     }
 }
 
-fn stream_file(stream: Stream) -> &'static str {
-    match stream {
-        Stream::Stdout => "stdout",
-        Stream::Stderr => "stderr",
+/// Where one run's files are.
+#[derive(Debug, Clone)]
+struct Paths {
+    stdout: PathBuf,
+    stderr: PathBuf,
+    /// The default working directory.
+    work: PathBuf,
+    /// An old-layout run's directory, holding `pid` and `exit` files too.
+    legacy: Option<PathBuf>,
+}
+
+impl Paths {
+    /// The current layout: `runs/{key}.stdout`, `.stderr` and `runs/{key}/`.
+    fn new(runs: &Path, key: &str) -> Paths {
+        Paths { stdout: runs.join(format!("{key}.stdout")), stderr: runs.join(format!("{key}.stderr")), work: runs.join(key), legacy: None }
     }
+
+    /// A run of the old layout (`runs/{key}/` with `pid`, `exit`, `stdout`, `stderr`, `work/`).
+    fn legacy(runs: &Path, run: &RunId) -> Option<Paths> {
+        let dir = runs.join(run.key());
+        dir.join("pid").is_file().then(|| Paths { stdout: dir.join("stdout"), stderr: dir.join("stderr"), work: dir.join("work"), legacy: Some(dir) })
+    }
+
+    fn log(&self, stream: Stream) -> PathBuf {
+        match stream {
+            Stream::Stdout => self.stdout.clone(),
+            Stream::Stderr => self.stderr.clone(),
+        }
+    }
+
+    /// An old-layout run's `pid` (`{pid} {start}`) and `exit` (`{code}`) files.
+    fn read_legacy(&self) -> Record {
+        let Some(dir) = &self.legacy else { return Record::default() };
+        let pid = fs::read_to_string(dir.join("pid")).ok().and_then(|text| {
+            let mut parts = text.split_whitespace();
+            Some(Proc { pid: parts.next()?.parse().ok()?, start: parts.next()?.parse().ok()? })
+        });
+        let exit = fs::read_to_string(dir.join("exit")).ok().and_then(|s| s.trim().parse().ok());
+        Record { pid, exit }
+    }
+}
+
+/// The working directory the local backend gave a run that named none (`data_dir` is the
+/// server's, as [`LocalConfig::data_dir`]).
+pub fn default_work_dir(data_dir: &Path, run: &RunId) -> PathBuf {
+    let runs = data_dir.join("runs");
+    Paths::legacy(&runs, run).unwrap_or_else(|| Paths::new(&runs, &run.key())).work
+}
+
+/// What is recorded of a run so far.
+#[derive(Debug, Clone, Default)]
+struct Record {
+    pid: Option<Proc>,
+    exit: Option<i32>,
 }
 
 /// `path` with `suffix` appended to its file name.
@@ -396,10 +830,9 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// A fresh log file, opened for appending so it can be truncated under the writer.
+/// A log file, opened for appending so it can be truncated under the writer. It is new, or
+/// left empty by a start of the same run that never spawned (a restart then retries it).
 fn open_log(path: &Path) -> io::Result<File> {
-    let _ = fs::remove_file(path);
-    let _ = fs::remove_file(with_suffix(path, ".1"));
     OpenOptions::new().create(true).append(true).open(path)
 }
 
@@ -450,26 +883,6 @@ fn read_tail(path: &Path, want: u64) -> io::Result<Vec<u8>> {
     let mut buf = Vec::new();
     f.take(want).read_to_end(&mut buf)?;
     Ok(buf)
-}
-
-/// Written to a temporary name first, so a reader never sees half of it.
-fn write_pid_file(dir: &Path, proc: Proc) -> io::Result<()> {
-    let tmp = dir.join("pid.tmp");
-    fs::write(&tmp, format!("{} {}\n", proc.pid, proc.start))?;
-    fs::rename(&tmp, dir.join("pid"))
-}
-
-fn read_pid_file(dir: &Path) -> Option<Proc> {
-    let text = fs::read_to_string(dir.join("pid")).ok()?;
-    let mut parts = text.split_whitespace();
-    let pid = parts.next()?.parse().ok()?;
-    let start = parts.next()?.parse().ok()?;
-    Some(Proc { pid, start })
-}
-
-/// The wrapper's record of the entrypoint's code; `None` while absent or half written.
-fn read_exit(dir: &Path) -> Option<i32> {
-    fs::read_to_string(dir.join("exit")).ok()?.trim().parse().ok()
 }
 
 /// What `/proc/{pid}/stat` says of a process.
@@ -603,7 +1016,7 @@ mod tests {
             let exit = next_exit(&mut rx).await;
             assert_eq!((&*exit.run.job, exit.outcome), (job, Outcome::Exited(code)));
             let run = RunId { job: job.into(), run: 1 };
-            assert_eq!(read_exit(&b.run_dir(&run)), Some(code));
+            assert_eq!(b.journal.lookup(&run.key()).and_then(|r| r.exit), Some(code));
             b.stop(run.clone(), handle).await.expect("stopping a finished run");
             assert!(b.start(spec(job, entry)).await.is_err(), "a run starts once");
         }
@@ -619,7 +1032,8 @@ mod tests {
         assert_eq!(stdout(&b, "j", Some(0)).await, "");
         let err = b.logs(RunId { job: "j".into(), run: 1 }, Stream::Stderr, None).await.expect("stderr");
         assert_eq!(err, b"oops\n");
-        assert!(b.logs(RunId { job: "nope".into(), run: 1 }, Stream::Stdout, None).await.is_err());
+        let never = b.logs(RunId { job: "nope".into(), run: 1 }, Stream::Stdout, None).await.expect("a log never written");
+        assert!(never.is_empty());
     }
 
     #[tokio::test]
@@ -635,8 +1049,8 @@ mod tests {
 
         b.start(spec("k", "pwd")).await.expect("start");
         next_exit(&mut rx).await;
-        let own = fs::canonicalize(b.run_dir(&RunId { job: "k".into(), run: 1 }).join("work")).expect("own work dir");
-        assert_eq!(stdout(&b, "k", None).await, format!("{}\n", own.display()));
+        let runs = fs::canonicalize(b.config().data_dir.join("runs")).expect("runs dir");
+        assert_eq!(stdout(&b, "k", None).await, format!("{}\n", runs.join("k-r1").display()));
 
         let mut s = spec("m", "true");
         s.working_dir = Some("/no/such/dir".into());
@@ -649,7 +1063,7 @@ mod tests {
         let (b, mut rx) = backend(config("stop"));
         let handle = b.start(spec("j", "sleep 300 & echo $! > child.pid; wait")).await.expect("start");
         let run = RunId { job: "j".into(), run: 1 };
-        let child = pid_in(&b.run_dir(&run).join("work/child.pid")).await;
+        let child = pid_in(&b.work_dir(&run).join("child.pid")).await;
         let leader: i32 = handle.parse().expect("pid");
         assert!(pid_alive(leader) && pid_alive(child));
         b.stop(run, handle).await.expect("stop");
@@ -663,7 +1077,7 @@ mod tests {
         let (b, mut rx) = backend(config("kill"));
         let handle = b.start(spec("j", r#"sh -c 'trap "" TERM; echo $$ > inner.pid; sleep 300'"#)).await.expect("start");
         let run = RunId { job: "j".into(), run: 1 };
-        let inner = pid_in(&b.run_dir(&run).join("work/inner.pid")).await;
+        let inner = pid_in(&b.work_dir(&run).join("inner.pid")).await;
         let stopped = Instant::now();
         b.stop(run, handle).await.expect("stop");
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -683,8 +1097,8 @@ mod tests {
         let entry = "i=0; while [ $i -lt 15 ]; do printf '%099d\\n' $i; i=$((i+1)); done; sleep 2; \
                      while [ $i -lt 40 ]; do printf '%099d\\n' $i; i=$((i+1)); done";
         b.start(spec("j", entry)).await.expect("start");
-        let dir = b.run_dir(&RunId { job: "j".into(), run: 1 });
-        let (out, old) = (dir.join("stdout"), dir.join("stdout.1"));
+        let out = b.paths(&RunId { job: "j".into(), run: 1 }).stdout;
+        let old = with_suffix(&out, ".1");
         let size = |p: &Path| fs::metadata(p).map_or(0, |m| m.len());
         for _ in 0..30 {
             if size(&old) > 0 {
@@ -702,13 +1116,64 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn empty_working_dirs_and_logs_are_reused() {
+        let (b, mut rx) = backend(config("spares"));
+        let spare_dir = b.config().data_dir.join("runs/.spare");
+        let spares = || {
+            let entries: Vec<PathBuf> = fs::read_dir(&spare_dir).expect("spare dir").flatten().map(|e| e.path()).collect();
+            (entries.iter().filter(|p| p.is_dir()).count(), entries.iter().filter(|p| p.is_file()).count())
+        };
+        // A run's leftovers become spares just after its exit is sent.
+        let settled = |want: (usize, usize)| async move {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while spares() != want && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            spares()
+        };
+        let run = |job: &str| RunId { job: job.into(), run: 1 };
+        b.start(spec("a", "true")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert_eq!(settled((1, 2)).await, (1, 2));
+        assert!(!b.work_dir(&run("a")).exists(), "an empty working dir is kept as a spare");
+        assert!(!b.paths(&run("a")).stdout.exists() && !b.paths(&run("a")).stderr.exists(), "so are empty logs");
+        assert_eq!(stdout(&b, "a", None).await, "", "a log given away reads as empty");
+        b.start(spec("b", "touch kept; ls")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert_eq!(stdout(&b, "b", None).await, "kept\n", "the spare dir was empty");
+        assert!(b.work_dir(&run("b")).join("kept").exists(), "a working dir with files stays");
+        assert!(b.paths(&run("b")).stdout.exists(), "a log with output stays");
+        assert_eq!(settled((0, 1)).await, (0, 1), "b took the spares; its empty stderr is one again");
+        b.start(spec("c", "chmod 700 .")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert_eq!(settled((0, 2)).await, (0, 2));
+        assert!(b.work_dir(&run("c")).exists(), "a working dir whose mode changed stays");
+        // A log that an escaped process still holds is not given to another run.
+        b.start(spec("e", "setsid sleep 2 & sleep 0.5")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert!(b.paths(&run("e")).stdout.exists() && b.paths(&run("e")).stderr.exists(), "held logs stay");
+        assert!(b.work_dir(&run("e")).exists(), "and so does the working dir");
+
+        // A restart finds the spares left before it.
+        b.start(spec("d", "true")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert_eq!(settled((1, 2)).await, (1, 2));
+        let (again, mut rx) = backend(b.config().clone());
+        again.start(spec("f", "pwd")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert_eq!(settled((1, 1)).await.0, 1, "f's dir, left empty, replaced d's");
+        assert_eq!(again.adopt(spec("f", ""), None).await, Adopted::Ended(Outcome::Exited(0)));
+        assert_eq!(again.adopt(spec("d", ""), None).await, Adopted::Ended(Outcome::Exited(0)), "the journal of the first server is read");
+    }
+
+    #[tokio::test]
     async fn adopt_after_a_restart() {
         let cfg = config("adopt");
         let (first, _rx) = backend(cfg.clone());
         let handle = first.start(spec("j", "sleep 1; exit 7")).await.expect("start");
         drop(first);
 
-        let (second, mut rx) = backend(cfg);
+        let (second, mut rx) = backend(cfg.clone());
         let run = RunId { job: "j".into(), run: 1 };
         assert_eq!(second.adopt(spec("j", ""), Some(handle.clone())).await, Adopted::Running { handle });
         let exit = next_exit(&mut rx).await;
@@ -716,11 +1181,64 @@ mod tests {
         assert_eq!(second.adopt(spec("j", ""), None).await, Adopted::Ended(Outcome::Exited(7)));
         assert_eq!(second.adopt(spec("nope", ""), None).await, Adopted::NeverStarted);
 
-        let gone = RunId { job: "gone".into(), run: 1 };
-        fs::create_dir_all(second.run_dir(&gone)).expect("run dir");
-        assert_eq!(second.adopt(spec("gone", ""), None).await, Adopted::NeverStarted);
-        fs::write(second.run_dir(&gone).join("pid"), "999999999 1\n").expect("pid file");
-        assert!(matches!(second.adopt(spec("gone", ""), None).await, Adopted::Ended(Outcome::Failed(_))));
-        second.stop(gone, "999999999".into()).await.expect("stopping a vanished run");
+        // Lines as a crashed server and its wrappers may have left them: a pid whose process
+        // is gone, a code appended before the pid (a fast job), a line cut short.
+        let segment = cfg.data_dir.join("runs/journal/99");
+        fs::write(&segment, "pid gone-r1 999999999 1\nexit fast-r1 4\npid fast-r1 999999998 1\npid cut-r1 99999").expect("a segment");
+        let (third, _rx) = backend(cfg);
+        let id = |job: &str| RunId { job: job.into(), run: 1 };
+        assert!(matches!(third.adopt(spec("gone", ""), None).await, Adopted::Ended(Outcome::Failed(_))));
+        third.stop(id("gone"), "999999999".into()).await.expect("stopping a vanished run");
+        assert_eq!(third.adopt(spec("fast", ""), None).await, Adopted::Ended(Outcome::Exited(4)));
+        assert_eq!(third.adopt(spec("cut", ""), None).await, Adopted::NeverStarted);
+        assert!(third.start(spec("gone", "true")).await.is_err(), "a run with a pid line was started");
+    }
+
+    #[test]
+    fn journal_segments_go_once_none_of_their_runs_is_live() {
+        let dir = temp_dir("segments").join("journal");
+        let j = Journal::open(dir.clone(), 2);
+        let proc = Proc { pid: 999999999, start: 1 };
+        for key in ["a-r1", "b-r1", "c-r1", "d-r1", "e-r1"] {
+            let seg = j.begin(key).expect("begun");
+            j.record_pid(seg, key, proc).expect("recorded");
+        }
+        let segments = || fs::read_dir(&dir).expect("journal dir").count();
+        assert_eq!(segments(), 3, "two runs a segment");
+        assert!(j.begin("a-r1").is_none(), "a run starts once");
+        assert!(j.has_old_segments());
+        j.retain(&HashSet::from(["b-r1".to_string()]));
+        assert_eq!(segments(), 2, "the segment of c and d went; a's stays for b");
+        assert!(j.lookup("c-r1").is_none() && j.lookup("a-r1").is_some_and(|r| r.pid == Some(proc)));
+        j.retain(&HashSet::new());
+        assert_eq!(segments(), 1, "the current segment (e) stays");
+        assert!(!j.has_old_segments());
+        let again = Journal::open(dir.clone(), 2);
+        assert!(again.lookup("e-r1").is_some_and(|r| r.pid == Some(proc)), "a new server reads it");
+        assert!(again.begin("f-r1").is_some());
+    }
+
+    #[tokio::test]
+    async fn runs_of_the_old_layout_are_adopted_and_their_logs_read() {
+        let cfg = config("legacy");
+        let (b, mut rx) = backend(cfg.clone());
+        let run = RunId { job: "old".into(), run: 1 };
+        let dir = cfg.data_dir.join("runs").join(run.key());
+        fs::create_dir_all(dir.join("work")).expect("old run dir");
+        fs::write(dir.join("stdout"), "from before\n").expect("old stdout");
+        fs::write(dir.join("exit"), "3\n").expect("old exit file");
+        fs::write(dir.join("pid"), "999999999 1\n").expect("old pid file");
+        assert_eq!(b.adopt(spec("old", ""), None).await, Adopted::Ended(Outcome::Exited(3)));
+        assert_eq!(stdout(&b, "old", None).await, "from before\n");
+
+        let mut child = std::process::Command::new("sleep").arg("0.5").spawn().expect("sleep");
+        let pid = child.id() as i32;
+        let start = read_stat(pid).expect("its stat").start;
+        fs::remove_file(dir.join("exit")).expect("no exit yet");
+        fs::write(dir.join("pid"), format!("{pid} {start}\n")).expect("old pid file");
+        assert_eq!(b.adopt(spec("old", ""), None).await, Adopted::Running { handle: pid.to_string() });
+        child.wait().expect("sleep ends");
+        let exit = next_exit(&mut rx).await;
+        assert!(matches!(exit.outcome, Outcome::Failed(_)), "no exit file: {:?}", exit.outcome);
     }
 }

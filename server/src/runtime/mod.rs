@@ -154,6 +154,8 @@ fn base36(mut n: u64, width: usize) -> String {
 #[derive(Clone)]
 pub struct Runtime {
     cmds: mpsc::UnboundedSender<Cmd>,
+    /// Single submissions on their way to [`write_submissions`].
+    submits: mpsc::UnboundedSender<Submission>,
     shared: Arc<RwLock<Shared>>,
     store: JobStore,
     backends: Registry,
@@ -190,7 +192,9 @@ impl Runtime {
         let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.clone(), rx, exits);
         lp.recover().await?;
         tokio::spawn(lp.run());
-        Ok(Runtime { cmds: tx, shared, store, backends, settings, config })
+        let (submits, submit_rx) = mpsc::unbounded_channel();
+        tokio::spawn(write_submissions(store.clone(), tx.clone(), submit_rx));
+        Ok(Runtime { cmds: tx, submits, shared, store, backends, settings, config })
     }
 
     pub fn store(&self) -> &JobStore {
@@ -231,13 +235,13 @@ impl Runtime {
         self.settings.check_workdir(&req)?;
         self.catch_up_config().await?;
         let row = self.prepare(req, &caller.user, None)?;
-        let event = submit_event(&row);
-        self.store.insert(None, std::slice::from_ref(&row), &[event]).await?;
-        if row.state == JobState::Rejected {
-            return Err(RuntimeError::Rejected(Box::new(row.to_job())));
-        }
         let job = row.to_job();
-        self.cmds.send(Cmd::Enqueue(vec![row])).map_err(|_| RuntimeError::Stopped)?;
+        let (reply, stored) = oneshot::channel();
+        self.submits.send(Submission { row, reply }).map_err(|_| RuntimeError::Stopped)?;
+        stored.await.map_err(|_| RuntimeError::Stopped)??;
+        if job.state == JobState::Rejected {
+            return Err(RuntimeError::Rejected(Box::new(job)));
+        }
         Ok(job)
     }
 
@@ -564,6 +568,55 @@ impl Runtime {
     }
 }
 
+/// One job to store (and, unless rejected, hand to the loop), and who waits for it.
+struct Submission {
+    row: JobRow,
+    reply: oneshot::Sender<Result<(), RuntimeError>>,
+}
+
+/// Most submissions written in one transaction.
+const SUBMIT_BATCH: usize = 500;
+
+/// Stores submissions with group commit: every submission that arrived while the last
+/// transaction ran goes into the next one, so a burst costs a few commits, not one each.
+/// Stored jobs go to the loop before anyone is answered (a `201` means durable and queued),
+/// and from this task, not the request: a client that hangs up cannot leave a job stored
+/// but unknown to the loop.
+async fn write_submissions(store: JobStore, cmds: mpsc::UnboundedSender<Cmd>, mut rx: mpsc::UnboundedReceiver<Submission>) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < SUBMIT_BATCH {
+            match rx.try_recv() {
+                Ok(s) => batch.push(s),
+                Err(_) => break,
+            }
+        }
+        let rows: Vec<JobRow> = batch.iter().map(|s| s.row.clone()).collect();
+        let events: Vec<NewEvent> = rows.iter().map(submit_event).collect();
+        let mut results: Vec<Result<(), RuntimeError>> = match store.insert(None, &rows, &events).await {
+            Ok(()) => batch.iter().map(|_| Ok(())).collect(),
+            // One bad row must not fail the others: write them one by one.
+            Err(_) if batch.len() > 1 => {
+                let mut each = Vec::with_capacity(batch.len());
+                for (row, event) in rows.iter().zip(&events) {
+                    each.push(store.insert(None, std::slice::from_ref(row), std::slice::from_ref(event)).await.map_err(RuntimeError::from));
+                }
+                each
+            }
+            Err(e) => vec![Err(e.into())],
+        };
+        let queued: Vec<JobRow> = rows.into_iter().zip(&results).filter(|(r, ok)| ok.is_ok() && r.state != JobState::Rejected).map(|(r, _)| r).collect();
+        if !queued.is_empty() && cmds.send(Cmd::Enqueue(queued)).is_err() {
+            for r in results.iter_mut().filter(|r| r.is_ok()) {
+                *r = Err(RuntimeError::Stopped);
+            }
+        }
+        for (s, r) in batch.into_iter().zip(results) {
+            let _ = s.reply.send(r);
+        }
+    }
+}
+
 fn submit_event(row: &JobRow) -> NewEvent {
     let (kind, message) = match row.state {
         JobState::Rejected => ("rejected", format!("rejected: {}", row.reason.as_deref().unwrap_or(""))),
@@ -602,7 +655,7 @@ fn collect_outputs(row: &JobRow, settings: &Settings) -> BTreeMap<String, serde_
     }
     let dir = match &row.spec.runtime_env.working_dir {
         Some(d) => PathBuf::from(d),
-        None => settings.data_dir.join("runs").join(RunId { job: row.id.as_str().into(), run: row.runs }.key()).join("work"),
+        None => local::default_work_dir(&settings.data_dir, &RunId { job: row.id.as_str().into(), run: row.runs }),
     };
     for path in &row.spec.outputs {
         let full = dir.join(path);

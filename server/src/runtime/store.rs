@@ -4,7 +4,7 @@
 //! (one transaction per batch) and answers the API's reads. SQL is the subset SQLite and
 //! PostgreSQL share, run through sqlx's `Any` driver.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use app::jobs::{Event, FlavorUse, Job, JobPage, JobRequest, JobState, Parallelism, Sample, StageJob, StageStatus};
@@ -190,17 +190,93 @@ const JOB_COLUMNS: &str = "id, name, submitter, stage_id, state, spec_json, queu
 
 const EVENT_COLUMNS: &str = "seq, at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json";
 
+/// Rows per multi-row `INSERT`: well under both engines' limit on bound parameters
+/// (SQLite 32,766, PostgreSQL 65,535) at 14 per job.
+const ROWS_PER_INSERT: usize = 500;
+
+/// A job's mutable columns, `$1` being its id.
+const JOB_UPDATE: &str = "UPDATE jobs SET state = $2, queue = $3, priority = $4, enqueued_at_us = $5, updated_at_us = $6, runs = $7, \
+     retries = $8, retry_at_us = $9, flavors_json = $10, node = $11, backend = $12, handle = $13, \
+     admitted_at_us = $14, started_at_us = $15, finished_at_us = $16, exit_code = $17, reason = $18, \
+     rule_index = $19, config_version = $20 WHERE id = $1";
+const JOB_UPDATE_PARAMS: usize = 20;
+
+const INSERT_EVENTS: &str =
+    "INSERT INTO events (at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json) VALUES";
+const EVENT_PARAMS: usize = 10;
+
+/// Most bound parameters in one multi-statement SQLite update (each `$N` must stay under
+/// SQLite's limit of 32,766); a bigger batch takes one round trip per statement.
+const SQLITE_ONE_TRIP_PARAMS: usize = 30_000;
+
+type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
+
+/// Parameters of one [`JobStore::update`].
+fn update_params(jobs: &[(&JobRow, bool)], events: &[NewEvent]) -> usize {
+    jobs.iter().map(|(_, spec)| JOB_UPDATE_PARAMS + if *spec { 2 } else { 0 }).sum::<usize>() + events.len() * EVENT_PARAMS
+}
+
+/// Binds [`JOB_UPDATE`]'s parameters, in its order.
+fn bind_job_update<'q>(query: AnyQuery<'q>, job: &'q JobRow, now_us: i64) -> AnyQuery<'q> {
+    query
+        .bind(&job.id)
+        .bind(job.state.as_str())
+        .bind(job.queue.as_deref())
+        .bind(job.priority)
+        .bind(job.enqueued_at_us)
+        .bind(now_us)
+        .bind(job.runs)
+        .bind(job.retries)
+        .bind(job.retry_at_us)
+        .bind((!job.flavors.is_empty()).then(|| serde_json::to_string(&job.flavors).unwrap_or_default()))
+        .bind(job.node.as_deref())
+        .bind(job.backend.as_deref())
+        .bind(job.handle.as_deref())
+        .bind(job.admitted_at_us)
+        .bind(job.started_at_us)
+        .bind(job.finished_at_us)
+        .bind(job.exit_code)
+        .bind(job.reason.as_deref())
+        .bind(job.rule_index)
+        .bind(job.config_version)
+}
+
+/// Binds one row of [`INSERT_EVENTS`].
+fn bind_event<'q>(query: AnyQuery<'q>, e: &'q NewEvent) -> AnyQuery<'q> {
+    query
+        .bind(e.at_us)
+        .bind(e.kind)
+        .bind(e.job_id.as_deref())
+        .bind(e.queue.as_deref())
+        .bind(e.flavor.as_deref())
+        .bind(e.node.as_deref())
+        .bind(e.config_version)
+        .bind(e.rule_index)
+        .bind(&e.message)
+        .bind(e.detail.as_ref().map(|d| d.to_string()))
+}
+
 /// Jobs, stages, events and samples.
 #[derive(Debug, Clone)]
 pub struct JobStore {
     db: Db,
     /// Bumped after every committed write: what live views (SSE) wait on.
     changes: Arc<watch::Sender<u64>>,
+    /// Held for each write transaction. SQLite has one writer at a time, and a second one
+    /// waits in SQLite's busy handler, which sleeps 1, 2, 5, … up to 100 ms between tries:
+    /// the admission loop's commit would often sleep behind a submission. Queued here, the
+    /// next writer starts the moment the last one commits.
+    writer: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl JobStore {
     pub fn new(db: Db) -> Self {
-        JobStore { db, changes: Arc::new(watch::channel(0).0) }
+        JobStore { db, changes: Arc::new(watch::channel(0).0), writer: Arc::default() }
+    }
+
+    /// Waits for the turn to write (see [`JobStore::writer`]).
+    async fn write_turn(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.writer.lock().await
     }
 
     /// The pool, for writes that go beside the jobs' (the audit log).
@@ -224,6 +300,7 @@ impl JobStore {
     /// Inserts new jobs (their labels too) and events, atomically; with `stage`, the stage row
     /// first.
     pub async fn insert(&self, stage: Option<(&str, &str, &str, i64, &Parallelism)>, jobs: &[JobRow], events: &[NewEvent]) -> Result<()> {
+        let _turn = self.write_turn().await;
         let mut tx = self.db.pool.begin().await?;
         if let Some((id, name, submitter, at_us, parallelism)) = stage {
             sqlx::query("INSERT INTO stages (id, name, submitter, created_at_us, parallelism_json) VALUES ($1, $2, $3, $4, $5)")
@@ -235,36 +312,8 @@ impl JobStore {
                 .execute(&mut *tx)
                 .await?;
         }
-        for job in jobs {
-            let seq: i64 = sqlx::query(
-                "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
-                 submitted_at_us, enqueued_at_us, updated_at_us, runs, retries, reason) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $11, 0, 0, $13) RETURNING seq",
-            )
-            .bind(&job.id)
-            .bind(&job.name)
-            .bind(&job.submitter)
-            .bind(job.stage_id.as_deref())
-            .bind(job.state.as_str())
-            .bind(serde_json::to_string(&job.spec).unwrap_or_default())
-            .bind(job.queue.as_deref())
-            .bind(job.rule_index)
-            .bind(job.config_version)
-            .bind(job.priority)
-            .bind(job.submitted_at_us)
-            .bind(job.enqueued_at_us)
-            .bind(job.reason.as_deref())
-            .fetch_one(&mut *tx)
-            .await?
-            .try_get(0)?;
-            for (key, value) in &job.spec.labels {
-                sqlx::query("INSERT INTO job_labels (key, value, job_seq) VALUES ($1, $2, $3)")
-                    .bind(key)
-                    .bind(value)
-                    .bind(seq)
-                    .execute(&mut *tx)
-                    .await?;
-            }
+        for chunk in jobs.chunks(ROWS_PER_INSERT) {
+            insert_jobs(&mut tx, chunk).await?;
         }
         insert_events(&mut tx, events).await?;
         tx.commit().await?;
@@ -279,44 +328,86 @@ impl JobStore {
         if jobs.is_empty() && events.is_empty() {
             return Ok(());
         }
+        let _turn = self.write_turn().await;
+        if self.db.kind == DbKind::Sqlite && update_params(jobs, events) <= SQLITE_ONE_TRIP_PARAMS {
+            self.update_in_one_trip(now_us, jobs, events).await?;
+            self.changed();
+            return Ok(());
+        }
         let mut tx = self.db.pool.begin().await?;
         for &(job, spec_changed) in jobs {
             if spec_changed {
                 let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
                 sqlx::query("UPDATE jobs SET spec_json = $2 WHERE id = $1").bind(&job.id).bind(spec).execute(&mut *tx).await?;
             }
-            sqlx::query(
-                "UPDATE jobs SET state = $2, queue = $3, priority = $4, enqueued_at_us = $5, updated_at_us = $6, runs = $7, \
-                 retries = $8, retry_at_us = $9, flavors_json = $10, node = $11, backend = $12, handle = $13, \
-                 admitted_at_us = $14, started_at_us = $15, finished_at_us = $16, exit_code = $17, reason = $18, \
-                 rule_index = $19, config_version = $20 WHERE id = $1",
-            )
-            .bind(&job.id)
-            .bind(job.state.as_str())
-            .bind(job.queue.as_deref())
-            .bind(job.priority)
-            .bind(job.enqueued_at_us)
-            .bind(now_us)
-            .bind(job.runs)
-            .bind(job.retries)
-            .bind(job.retry_at_us)
-            .bind((!job.flavors.is_empty()).then(|| serde_json::to_string(&job.flavors).unwrap_or_default()))
-            .bind(job.node.as_deref())
-            .bind(job.backend.as_deref())
-            .bind(job.handle.as_deref())
-            .bind(job.admitted_at_us)
-            .bind(job.started_at_us)
-            .bind(job.finished_at_us)
-            .bind(job.exit_code)
-            .bind(job.reason.as_deref())
-            .bind(job.rule_index)
-            .bind(job.config_version)
+            bind_job_update(sqlx::query(JOB_UPDATE), job, now_us)
             .execute(&mut *tx)
             .await?;
         }
         insert_events(&mut tx, events).await?;
         tx.commit().await?;
         self.changed();
+        Ok(())
+    }
+
+    /// [`JobStore::update`] on SQLite as one multi-statement query (`BEGIN IMMEDIATE; UPDATE
+    /// …; INSERT …; COMMIT`): one round trip to the connection's worker thread instead of
+    /// one per statement, which was most of what the admission loop's commit cost. sqlx
+    /// numbers `$N` across the statements of a query. A failing statement leaves the
+    /// transaction open, so it is rolled back here before the connection goes back to the
+    /// pool (and the connection closed if even that fails).
+    async fn update_in_one_trip(&self, now_us: i64, jobs: &[(&JobRow, bool)], events: &[NewEvent]) -> Result<()> {
+        let mut sql = String::from("BEGIN IMMEDIATE;\n");
+        let mut n = 0usize;
+        let mut specs = Vec::new();
+        for &(job, spec_changed) in jobs {
+            if spec_changed {
+                let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
+                specs.push(spec);
+                sql.push_str(&format!("UPDATE jobs SET spec_json = ${} WHERE id = ${};\n", n + 2, n + 1));
+                n += 2;
+            }
+            // JOB_UPDATE with its parameters shifted by n.
+            let mut stmt = String::with_capacity(JOB_UPDATE.len() + 64);
+            let mut rest = JOB_UPDATE;
+            while let Some(i) = rest.find('$') {
+                stmt.push_str(&rest[..=i]);
+                rest = &rest[i + 1..];
+                let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+                let k: usize = rest[..digits].parse().unwrap_or(0);
+                stmt.push_str(&(n + k).to_string());
+                rest = &rest[digits..];
+            }
+            stmt.push_str(rest);
+            sql.push_str(&stmt);
+            sql.push_str(";\n");
+            n += JOB_UPDATE_PARAMS;
+        }
+        for chunk in events.chunks(ROWS_PER_INSERT) {
+            sql.push_str(&format!("{INSERT_EVENTS} {};\n", placeholders_from(n, chunk.len(), EVENT_PARAMS)));
+            n += chunk.len() * EVENT_PARAMS;
+        }
+        sql.push_str("COMMIT;");
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut specs = specs.into_iter();
+        for &(job, spec_changed) in jobs {
+            if spec_changed {
+                query = query.bind(&job.id).bind(specs.next().unwrap_or_default());
+            }
+            query = bind_job_update(query, job, now_us);
+        }
+        for e in events {
+            query = bind_event(query, e);
+        }
+        let mut conn = self.db.pool.acquire().await?;
+        if let Err(e) = query.execute(&mut *conn).await {
+            if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {
+                // Not known to be outside a transaction: never hand it out again.
+                use sqlx::Connection;
+                let _ = conn.detach().close().await;
+            }
+            return Err(e.into());
+        }
         Ok(())
     }
 
@@ -446,6 +537,7 @@ impl JobStore {
         if samples.is_empty() {
             return Ok(());
         }
+        let _turn = self.write_turn().await;
         let mut tx = self.db.pool.begin().await?;
         for s in samples {
             sqlx::query("INSERT INTO resource_samples (at_us, queue, flavor, resource, used_milli, nominal_milli) VALUES ($1, $2, $3, $4, $5, $6)")
@@ -466,6 +558,7 @@ impl JobStore {
 
     /// Deletes samples older than `before_us`; returns how many.
     pub async fn prune_samples(&self, before_us: i64) -> Result<u64> {
+        let _turn = self.write_turn().await;
         let done = sqlx::query("DELETE FROM resource_samples WHERE at_us < $1").bind(before_us).execute(&self.db.pool).await?;
         Ok(done.rows_affected())
     }
@@ -582,24 +675,98 @@ impl Sql {
     }
 }
 
+/// `($a, $b, …), ($c, $d, …)…`: `rows` tuples of `width` numbered placeholders, each
+/// followed by `tail` (literal SQL).
+fn placeholders(rows: usize, width: usize, tail: &str) -> String {
+    placeholders_with(0, rows, width, tail)
+}
+
+/// [`placeholders`] numbered from `$first + 1`.
+fn placeholders_from(first: usize, rows: usize, width: usize) -> String {
+    placeholders_with(first, rows, width, "")
+}
+
+fn placeholders_with(first: usize, rows: usize, width: usize, tail: &str) -> String {
+    let mut sql = String::with_capacity(rows * (width * 5 + tail.len() + 4));
+    for r in 0..rows {
+        sql.push_str(if r == 0 { "(" } else { ", (" });
+        for c in 0..width {
+            if c > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&format!("${}", first + r * width + c + 1));
+        }
+        sql.push_str(tail);
+        sql.push(')');
+    }
+    sql
+}
+
+/// New jobs in one statement, then their labels in another.
+async fn insert_jobs(tx: &mut AnyConnection, jobs: &[JobRow]) -> Result<()> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let sql = format!(
+        "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
+         submitted_at_us, enqueued_at_us, updated_at_us, reason, runs, retries) VALUES {} RETURNING id, seq",
+        placeholders(jobs.len(), 14, ", 0, 0")
+    );
+    // Only numbered placeholders are formatted in: the values are bound.
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for job in jobs {
+        query = query
+            .bind(&job.id)
+            .bind(&job.name)
+            .bind(&job.submitter)
+            .bind(job.stage_id.as_deref())
+            .bind(job.state.as_str())
+            .bind(serde_json::to_string(&job.spec).unwrap_or_default())
+            .bind(job.queue.as_deref())
+            .bind(job.rule_index)
+            .bind(job.config_version)
+            .bind(job.priority)
+            .bind(job.submitted_at_us)
+            .bind(job.enqueued_at_us)
+            .bind(job.submitted_at_us)
+            .bind(job.reason.as_deref());
+    }
+    if jobs.iter().all(|j| j.spec.labels.is_empty()) {
+        query.execute(&mut *tx).await?;
+        return Ok(());
+    }
+    // RETURNING's row order is not promised: match by id.
+    let mut seqs: HashMap<String, i64> = HashMap::with_capacity(jobs.len());
+    for row in query.fetch_all(&mut *tx).await? {
+        seqs.insert(row.try_get(0)?, row.try_get(1)?);
+    }
+    let labels: Vec<(&str, &str, i64)> = jobs
+        .iter()
+        .flat_map(|j| {
+            let seq = seqs.get(&j.id).copied().unwrap_or_default();
+            j.spec.labels.iter().map(move |(k, v)| (k.as_str(), v.as_str(), seq))
+        })
+        .collect();
+    for chunk in labels.chunks(ROWS_PER_INSERT * 4) {
+        let sql = format!("INSERT INTO job_labels (key, value, job_seq) VALUES {}", placeholders(chunk.len(), 3, ""));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for &(key, value, seq) in chunk {
+            query = query.bind(key).bind(value).bind(seq);
+        }
+        query.execute(&mut *tx).await?;
+    }
+    Ok(())
+}
+
+/// Events in as few statements as the parameter limit allows.
 async fn insert_events(tx: &mut AnyConnection, events: &[NewEvent]) -> Result<()> {
-    for e in events {
-        sqlx::query(
-            "INSERT INTO events (at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .bind(e.at_us)
-        .bind(e.kind)
-        .bind(e.job_id.as_deref())
-        .bind(e.queue.as_deref())
-        .bind(e.flavor.as_deref())
-        .bind(e.node.as_deref())
-        .bind(e.config_version)
-        .bind(e.rule_index)
-        .bind(&e.message)
-        .bind(e.detail.as_ref().map(|d| d.to_string()))
-        .execute(&mut *tx)
-        .await?;
+    for chunk in events.chunks(ROWS_PER_INSERT) {
+        let sql = format!("{INSERT_EVENTS} {}", placeholders(chunk.len(), EVENT_PARAMS, ""));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for e in chunk {
+            query = bind_event(query, e);
+        }
+        query.execute(&mut *tx).await?;
     }
     Ok(())
 }
@@ -659,4 +826,70 @@ fn event_from_row(row: &AnyRow) -> Result<Event> {
         message: row.try_get(9)?,
         detail: detail.and_then(|d| serde_json::from_str(&d).ok()).unwrap_or(serde_json::Value::Null),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn store(name: &str) -> JobStore {
+        let dir = std::env::temp_dir().join(format!("berth-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        JobStore::new(Db::connect(&format!("sqlite://{}/berth.db", dir.display())).await.expect("database opens"))
+    }
+
+    fn event(kind: &'static str, job: &str) -> NewEvent {
+        NewEvent {
+            at_us: 1,
+            kind,
+            job_id: Some(job.into()),
+            queue: None,
+            flavor: None,
+            node: None,
+            config_version: None,
+            rule_index: None,
+            message: format!("{kind} {job}"),
+            detail: Some(serde_json::json!({"n": 1})),
+        }
+    }
+
+    fn job(id: &str) -> JobRow {
+        JobRow::submitted(id.into(), id.into(), "ann".into(), JobRequest { entrypoint: "true".into(), ..Default::default() }, 0, 1, 1)
+    }
+
+    #[tokio::test]
+    async fn an_update_is_written_whole_or_not_at_all() {
+        let store = store("whole").await;
+        let (mut a, mut b) = (job("a"), job("b"));
+        store.insert(None, &[a.clone(), b.clone()], &[]).await.expect("insert");
+
+        a.state = JobState::Running;
+        a.node = Some("n1".into());
+        b.state = JobState::Succeeded;
+        b.exit_code = Some(0);
+        b.spec.priority = Some(7);
+        store.update(2, &[(&a, false), (&b, true)], &[event("started", "a"), event("finished", "b")]).await.expect("update");
+        let (got_a, got_b) = (store.get("a").await.expect("a"), store.get("b").await.expect("b"));
+        assert_eq!((got_a.state, got_a.node.as_deref()), (JobState::Running, Some("n1")));
+        assert_eq!((got_b.state, got_b.exit_code, got_b.spec.priority), (JobState::Succeeded, Some(0), Some(7)));
+        let (events, _) = store.events(&EventFilter::default(), None, 10).await.expect("events");
+        assert_eq!(events.len(), 2);
+        assert!(events.iter().any(|e| e.message == "finished b" && e.detail == serde_json::json!({"n": 1})));
+
+        // A statement that fails half-way: nothing of the update stays, and the connection
+        // it ran on is not left inside a transaction.
+        sqlx::query("CREATE TRIGGER refuse BEFORE INSERT ON events WHEN NEW.kind = 'refused' BEGIN SELECT RAISE(ABORT, 'refused'); END")
+            .execute(&store.db().pool)
+            .await
+            .expect("trigger");
+        a.state = JobState::Failed;
+        assert!(store.update(3, &[(&a, false)], &[event("failed", "a"), event("refused", "a")]).await.is_err());
+        assert_eq!(store.get("a").await.expect("a").state, JobState::Running, "the failed update left no trace");
+        assert_eq!(store.events(&EventFilter::default(), None, 10).await.expect("events").0.len(), 2);
+        for _ in 0..8 {
+            // Every pooled connection takes a write and sees it commit.
+            store.update(4, &[(&a, false)], &[]).await.expect("the pool still writes");
+        }
+        assert_eq!(store.get("a").await.expect("a").state, JobState::Failed);
+    }
 }
