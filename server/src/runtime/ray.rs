@@ -30,7 +30,7 @@
 mod kept;
 mod usage;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -493,41 +493,25 @@ impl RayBackend {
         }
     }
 
-    /// Whether the run's job supervisor actor is gone (dead, or never created); `None` when
-    /// Ray cannot tell now.
-    async fn supervisor_gone(&self, key: &str) -> Option<bool> {
-        let path = format!("/api/v0/actors?filter_keys=name&filter_predicates=%3D&filter_values=_ray_internal_job_actor_{key}");
-        let body = self.get_json(&path).await.ok()?;
-        let actors = body.pointer("/data/result/result")?.as_array()?;
-        Some(actors.iter().all(|a| a.get("state").and_then(Value::as_str) == Some("DEAD")))
-    }
-
-    /// One look at the saved runs waiting to be deleted from Ray: deletes those whose
-    /// supervisor has been gone for [`SETTLE`], drops those waiting past [`GIVE_UP`].
-    async fn delete_settled(&self, waiting: &mut Vec<ToDelete>) {
-        let mut still = Vec::with_capacity(waiting.len());
-        for mut w in waiting.drain(..) {
-            if w.since.elapsed() > GIVE_UP {
-                tracing::warn!(run = %w.key, "the supervisor of an ended run never went away; leaving the job in Ray");
-                continue;
+    /// One look at the saved runs waiting to be deleted from Ray: deletes those that ended
+    /// at least [`SETTLE`] ago, in the order they ended. One that Ray cannot delete now is
+    /// tried again at the next look, and left in Ray after [`GIVE_UP`].
+    async fn delete_settled(&self, waiting: &mut VecDeque<ToDelete>) {
+        while let Some(w) = waiting.front() {
+            if w.since.elapsed() < SETTLE {
+                return; // the rest ended later still
             }
-            match self.supervisor_gone(&w.key).await {
-                Some(true) => {
-                    let dead = *w.dead_since.get_or_insert_with(Instant::now);
-                    if dead.elapsed() >= SETTLE {
-                        match self.send(self.http.delete(format!("{}/api/jobs/{}", self.base, w.key))).await {
-                            Ok(_) | Err(Failure::Status(404, _)) => tracing::debug!(run = %w.key, "ended run saved and deleted from Ray"),
-                            Err(f) => tracing::warn!(run = %w.key, error = %self.describe(&f), "cannot delete an ended run from Ray (its copy is saved)"),
-                        }
-                        continue;
-                    }
+            let w = waiting.pop_front().expect("looked at above");
+            match self.send(self.http.delete(format!("{}/api/jobs/{}", self.base, w.key))).await {
+                Ok(_) | Err(Failure::Status(404, _)) => tracing::debug!(run = %w.key, "ended run saved and deleted from Ray"),
+                Err(f) if w.since.elapsed() < GIVE_UP => {
+                    tracing::debug!(run = %w.key, error = %self.describe(&f), "cannot delete an ended run from Ray now; trying again");
+                    waiting.push_front(w);
+                    return;
                 }
-                Some(false) => w.dead_since = None,
-                None => {}
+                Err(f) => tracing::warn!(run = %w.key, error = %self.describe(&f), "cannot delete an ended run from Ray (its copy is saved); leaving it there"),
             }
-            still.push(w);
         }
-        *waiting = still;
     }
 
     async fn adopt_run(&self, spec: StartSpec, handle: Option<String>) -> Adopted {
@@ -623,27 +607,27 @@ async fn nodes_task(backend: Weak<RayBackend>) {
 /// A saved run waiting to be deleted from Ray.
 struct ToDelete {
     key: String,
+    /// When its end was seen (and its copy saved).
     since: Instant,
-    /// When its supervisor was first seen gone.
-    dead_since: Option<Instant>,
 }
 
 /// How often saved runs are checked for deletion.
-const DELETE_CHECK: Duration = Duration::from_secs(1);
+const DELETE_CHECK: Duration = Duration::from_secs(2);
 
-/// How long a run's supervisor must have been gone before its job is deleted. Ray's job
-/// monitor looks at each supervisor every second until it sees it gone; deleting the job
-/// before that makes the monitor write it back as `FAILED`, `JOB_SUPERVISOR_ACTOR_DIED`
-/// (seen on Ray 2.60), so Berth waits until the monitor is surely done.
-const SETTLE: Duration = Duration::from_secs(3);
+/// How long after its end a run's job is deleted from Ray. Ray's job monitor looks at each
+/// supervisor actor every second until it has seen the run end; a job deleted before that
+/// is written back by the monitor as `FAILED`, `JOB_SUPERVISOR_ACTOR_DIED` (seen on Ray
+/// 2.60). Waiting a fixed time rather than asking Ray about each supervisor keeps the
+/// deletion off Ray's dashboard, which is what every submission and status poll waits on.
+const SETTLE: Duration = Duration::from_secs(10);
 
-/// A saved run whose supervisor is still there after this is left in Ray.
+/// A saved run Ray still cannot delete after this is left in Ray.
 const GIVE_UP: Duration = Duration::from_secs(600);
 
 /// Saves ended runs (off the status task: a slot is reused as soon as the run's end is
 /// seen, not after its log is copied), then deletes each from Ray once Ray is done with it.
 async fn keep_task(backend: Weak<RayBackend>, mut ended: UnboundedReceiver<(String, Value)>) {
-    let mut waiting: Vec<ToDelete> = Vec::new();
+    let mut waiting: VecDeque<ToDelete> = VecDeque::new();
     let mut check = tokio::time::interval(DELETE_CHECK);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -652,7 +636,7 @@ async fn keep_task(backend: Weak<RayBackend>, mut ended: UnboundedReceiver<(Stri
                 let Some((key, record)) = got else { return };
                 let Some(b) = backend.upgrade() else { return };
                 if b.save_ended(&key, record).await {
-                    waiting.push(ToDelete { key, since: Instant::now(), dead_since: None });
+                    waiting.push_back(ToDelete { key, since: Instant::now() });
                 }
             }
             _ = check.tick(), if !waiting.is_empty() => {
