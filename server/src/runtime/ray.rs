@@ -540,6 +540,13 @@ impl RayBackend {
                 None if handle.is_none() => Adopted::NeverStarted,
                 None => Adopted::Ended(Outcome::Failed(LOST.into())),
             },
+            // Cannot tell now, and its start was never acknowledged (the server died while
+            // submitting it): back to its queue. If the submission did reach Ray, starting it
+            // again finds it there ("already exists") and watches it.
+            Err(f) if handle.is_none() => {
+                tracing::warn!(run = %key, error = %self.describe(&f), "cannot ask Ray about an unacknowledged start at recovery; requeueing it");
+                Adopted::NeverStarted
+            }
             Err(f) => {
                 // Cannot tell now: watch it; the status task settles it once Ray answers.
                 tracing::warn!(run = %key, error = %self.describe(&f), "cannot ask Ray about a run at recovery; watching it");
@@ -889,5 +896,19 @@ mod tests {
     #[test]
     fn ray_errors_are_shortened_to_their_last_line() {
         assert_eq!(last_line("Traceback…\n  File x\nValueError: Job with submission_id a already exists.\n\n"), "ValueError: Job with submission_id a already exists.");
+    }
+
+    /// Recovery while Ray does not answer: a run whose start was acknowledged is watched
+    /// until Ray can say how it is; one whose start never was goes back to its queue (and is
+    /// not failed later as lost when Ray, back with no record of it, says it never had it).
+    #[tokio::test]
+    async fn recovery_without_ray_requeues_unacknowledged_starts_and_watches_the_rest() {
+        let (exits, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut cfg = RayConfig::new("ray", "http://127.0.0.1:9"); // discard: nothing listens
+        cfg.request_timeout = Duration::from_secs(2);
+        let ray = RayBackend::new(cfg, exits).unwrap();
+        assert_eq!(ray.adopt(spec(), None).await, Adopted::NeverStarted);
+        assert_eq!(ray.adopt(spec(), Some("j-1-r2".into())).await, Adopted::Running { handle: "j-1-r2".into() });
+        assert!(ray.lock_watched().contains_key("j-1-r2"));
     }
 }
