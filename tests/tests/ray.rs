@@ -526,6 +526,13 @@ async fn ended_runs_leave_ray_and_their_logs_stay_readable_in_berth_across_resta
         assert!(logs_of(&b, id).await.contains(line), "{id}");
     }
 
+    // Gone for good: Ray's job monitor wrote none of them back (it does, as FAILED, for a
+    // job deleted before the monitor is done with it).
+    for id in [&ok, &bad, &late] {
+        let back = ray_job(&format!("{id}-r1")).await;
+        assert!(back.is_none(), "Ray has {id}-r1 again: {back:#?}");
+    }
+
     // `--ray-keep-finished` leaves ended jobs in Ray.
     let keep = Berth::start(Backend::Sqlite, &["--no-local", "--ray", &format!("ray={}", ray_url()), "--ray-poll-ms", "200", "--ray-keep-finished"]).await;
     keep.apply(&config("test", "", "never")).await;
