@@ -197,6 +197,11 @@ pub struct ServeArgs {
     /// that would pass 50 requests a second to the cluster).
     #[arg(long, default_value_t = 100)]
     pub ray_poll_ms: u64,
+    /// Leave finished jobs in Ray. By default Berth saves a finished run's log (its last
+    /// 8 MiB) and Ray's record in the data dir and deletes the job from Ray, whose history
+    /// of finished jobs otherwise grows until the cluster restarts.
+    #[arg(long)]
+    pub ray_keep_finished: bool,
     /// Period of the admission loop's tick (timeouts, retry backoff), in milliseconds.
     #[arg(long, default_value_t = 500)]
     pub tick_ms: u64,

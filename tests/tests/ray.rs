@@ -65,11 +65,22 @@ async fn ray_job(submission: &str) -> Option<Value> {
     r.json().await.ok()
 }
 
-/// Polls Ray until the submission has one of `statuses`; its record.
-async fn wait_ray(submission: &str, statuses: &[&str], timeout: Duration) -> Value {
+/// Ray's record of a submission: from Ray, or once Berth has deleted the ended job from
+/// Ray, the copy of Ray's record Berth kept (`data/runs/{submission}/ray.json`).
+async fn ray_record(b: &Berth, submission: &str) -> Option<Value> {
+    if let Some(job) = ray_job(submission).await {
+        return Some(job);
+    }
+    let kept = std::fs::read_to_string(b.dir.join("data/runs").join(submission).join("ray.json")).ok()?;
+    serde_json::from_str(&kept).ok()
+}
+
+/// Polls Ray (or Berth's copy of an ended job, see [`ray_record`]) until the submission has
+/// one of `statuses`; its record.
+async fn wait_ray(b: &Berth, submission: &str, statuses: &[&str], timeout: Duration) -> Value {
     let deadline = Instant::now() + timeout;
     loop {
-        let job = ray_job(submission).await;
+        let job = ray_record(b, submission).await;
         if let Some(j) = &job {
             if statuses.contains(&j["status"].as_str().unwrap_or("")) {
                 return j.clone();
@@ -122,7 +133,7 @@ async fn a_job_runs_on_ray_and_its_logs_and_failures_show_in_berth() {
     assert_eq!(status, 200, "{logs}");
     assert!(logs.contains("hello-from-ray") && logs.contains("gpus=0") && logs.contains("on-stderr"), "{logs}");
     // What Ray received: Berth's id as submission id, string metadata, the label selector.
-    let on_ray = ray_job(&format!("{id}-r1")).await.expect("Ray knows the run");
+    let on_ray = ray_record(&b, &format!("{id}-r1")).await.expect("Ray knew the run");
     assert_eq!(on_ray["status"], "SUCCEEDED");
     assert_eq!(on_ray["metadata"]["berth_job_id"], json!(id), "{on_ray:#}");
     assert_eq!(on_ray["metadata"]["queue"], "q");
@@ -178,7 +189,7 @@ async fn quota_and_priority_decide_the_order_ray_receives_jobs() {
     // (Ray's `start_time` is when it received the submission.)
     let mut starts = Vec::new();
     for (p, id) in &ids {
-        let r = ray_job(&format!("{id}-r1")).await.expect("on Ray");
+        let r = ray_record(&b, &format!("{id}-r1")).await.expect("on Ray");
         starts.push((r["start_time"].as_i64().unwrap(), r["end_time"].as_i64().unwrap(), *p));
     }
     starts.sort();
@@ -198,11 +209,11 @@ async fn preemption_stops_the_ray_job_and_requeues_it() {
         .submit(json!({"entrypoint": "if [ \"$BERTH_RUN\" = 1 ]; then sleep 61.4242; fi; echo low-done", "priority": 1, "resources": {"cpu": 1}}))
         .await;
     b.wait_state(&low, &["running"], SECS(30)).await;
-    wait_ray(&format!("{low}-r1"), &["RUNNING"], SECS(30)).await;
+    wait_ray(&b, &format!("{low}-r1"), &["RUNNING"], SECS(30)).await;
     assert!(eventually(SECS(10), || running("sleep 61.4242")).await, "the low job's process runs");
     let high = b.submit(json!({"entrypoint": "echo high-done", "priority": 9, "resources": {"cpu": 1}})).await;
     // The victim's Ray job is stopped, its process tree gone; it comes back as run 2.
-    wait_ray(&format!("{low}-r1"), &["STOPPED"], SECS(30)).await;
+    wait_ray(&b, &format!("{low}-r1"), &["STOPPED"], SECS(30)).await;
     assert!(eventually(SECS(10), || !running("sleep 61.4242")).await, "the preempted process tree is gone");
     b.wait_state(&high, &["succeeded"], SECS(60)).await;
     let low_done = b.wait_state(&low, &["succeeded"], SECS(60)).await;
@@ -210,7 +221,7 @@ async fn preemption_stops_the_ray_job_and_requeues_it() {
     let preempted = b.events("kind=preempted").await;
     assert_eq!(preempted.len(), 1, "{preempted:#?}");
     assert_eq!(preempted[0]["job_id"], json!(low));
-    wait_ray(&format!("{low}-r2"), &["SUCCEEDED"], SECS(10)).await;
+    wait_ray(&b, &format!("{low}-r2"), &["SUCCEEDED"], SECS(10)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -220,7 +231,7 @@ async fn a_timeout_stops_the_ray_job() {
     let id = b.submit(json!({"entrypoint": "sleep 62.4242", "timeout_s": 2, "resources": {"cpu": 1}})).await;
     let job = b.wait_state(&id, &["timed_out"], SECS(60)).await;
     assert!(job["reason"].as_str().unwrap_or_default().contains("timeout"), "{job:#}");
-    wait_ray(&format!("{id}-r1"), &["STOPPED"], SECS(30)).await;
+    wait_ray(&b, &format!("{id}-r1"), &["STOPPED"], SECS(30)).await;
     assert!(eventually(SECS(10), || !running("sleep 62.4242")).await, "the timed-out process tree is gone");
 }
 
@@ -321,7 +332,7 @@ async fn ray_stopped_mid_run_and_restarted_loses_no_job() {
         .submit(json!({"entrypoint": "if [ \"$BERTH_RUN\" = 1 ]; then sleep 63.4242; fi; echo a-done", "max_retries": 1, "resources": {"cpu": 1}}))
         .await;
     b.wait_state(&a, &["running"], SECS(30)).await;
-    wait_ray(&format!("{a}-r1"), &["RUNNING"], SECS(30)).await;
+    wait_ray(&b, &format!("{a}-r1"), &["RUNNING"], SECS(30)).await;
 
     let mut restart = RestartRay(true);
     ray_sh("stop");
@@ -363,8 +374,8 @@ async fn the_in_flight_cap_holds_jobs_back_from_ray() {
     let ended = b.wait_all_ended(&ids, SECS(120)).await;
     assert!(ended.iter().all(|j| j["state"] == "succeeded"), "{ended:#?}");
     // Ray never held both: the second was submitted after the first ended.
-    let first = ray_job(&format!("{}-r1", ids[0])).await.expect("on Ray");
-    let next = ray_job(&format!("{}-r1", ids[1])).await.expect("on Ray");
+    let first = ray_record(&b, &format!("{}-r1", ids[0])).await.expect("on Ray");
+    let next = ray_record(&b, &format!("{}-r1", ids[1])).await.expect("on Ray");
     assert!(next["start_time"].as_i64().unwrap() >= first["end_time"].as_i64().unwrap(), "{first:#} {next:#}");
 }
 
@@ -424,7 +435,7 @@ async fn ray_capacity_used_by_jobs_berth_did_not_submit_is_not_admitted_onto() {
 
     // Another user takes 3 of the node's 4 CPUs, straight through Ray's API.
     let outside = OutsideJob::submit("sleep 300", 3).await;
-    wait_ray(&outside.id, &["RUNNING"], SECS(60)).await;
+    wait_ray(&b, &outside.id, &["RUNNING"], SECS(60)).await;
     // Berth sees it once Ray's usage report has it (Ray refreshes it about every 5 s).
     let node = wait_node(&b, "3 CPUs used outside Berth", SECS(30), |n| cpu(&n["used_outside"]) == 3.0).await;
     assert_eq!(cpu(&node["free"]), 1.0, "{node:#}");
@@ -442,7 +453,7 @@ async fn ray_capacity_used_by_jobs_berth_did_not_submit_is_not_admitted_onto() {
     // counted once (as Berth's), never also as outside work. (Right after it starts, the
     // report before it may count less outside work: the rule errs that way, see ray/usage.rs.)
     let small = b.submit(json!({"entrypoint": "sleep 20", "resources": {"cpu": 1}})).await;
-    wait_ray(&format!("{small}-r1"), &["RUNNING"], SECS(60)).await;
+    wait_ray(&b, &format!("{small}-r1"), &["RUNNING"], SECS(60)).await;
     let most = std::sync::atomic::AtomicU64::new(0);
     let node = wait_node(&b, "Ray reporting all 4 CPUs in use, 3 of them outside Berth", SECS(30), |n| {
         most.fetch_max(cpu(&n["used_outside"]) as u64, std::sync::atomic::Ordering::Relaxed);
@@ -455,10 +466,80 @@ async fn ray_capacity_used_by_jobs_berth_did_not_submit_is_not_admitted_onto() {
 
     // The outside job ends: the big job is admitted beside the small one, after it.
     outside.stop().await;
-    let stopped = wait_ray(&outside.id, &["STOPPED"], SECS(30)).await;
+    let stopped = wait_ray(&b, &outside.id, &["STOPPED"], SECS(30)).await;
     let done = b.wait_state(&big, &["succeeded"], SECS(90)).await;
     assert_eq!(done["runs"], 1, "{done:#}");
-    let on_ray = ray_job(&format!("{big}-r1")).await.expect("on Ray");
+    let on_ray = ray_record(&b, &format!("{big}-r1")).await.expect("on Ray");
     assert!(on_ray["start_time"].as_i64() >= stopped["end_time"].as_i64(), "{on_ray:#} {stopped:#}");
     b.wait_state(&small, &["succeeded"], SECS(60)).await;
+}
+
+/// Polls Ray until it no longer knows the submission.
+async fn wait_gone(submission: &str, timeout: Duration) {
+    let deadline = Instant::now() + timeout;
+    while let Some(job) = ray_job(submission).await {
+        assert!(Instant::now() < deadline, "Ray still has {submission} after {timeout:?}: {job:#}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Berth's log of a job (what `berth jobs logs` and the dashboard show).
+async fn logs_of(b: &Berth, id: &str) -> String {
+    let (status, logs) = b.get_text(&format!("/api/v1/jobs/{id}/logs")).await;
+    assert_eq!(status, 200, "logs of {id}: {logs}");
+    logs
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ended_runs_leave_ray_and_their_logs_stay_readable_in_berth_across_restarts() {
+    let _turn = CLUSTER.lock().await;
+    let mut b = berth_on(&ray_url(), "", "never").await;
+    let ok = b.submit(json!({"entrypoint": "echo kept-ok-line", "resources": {"cpu": 1}})).await;
+    let bad = b.submit(json!({"entrypoint": "echo kept-bad-line; exit 4", "resources": {"cpu": 1}})).await;
+    b.wait_state(&ok, &["succeeded"], SECS(60)).await;
+    let failed = b.wait_state(&bad, &["failed"], SECS(60)).await;
+    assert!(failed["reason"].as_str().unwrap_or_default().contains("JOB_ENTRYPOINT_COMMAND_ERROR"), "{failed:#}");
+    // Ray forgets them once Berth has its copy; Berth still shows their logs.
+    wait_gone(&format!("{ok}-r1"), SECS(30)).await;
+    wait_gone(&format!("{bad}-r1"), SECS(30)).await;
+    assert!(logs_of(&b, &ok).await.contains("kept-ok-line"));
+    assert!(logs_of(&b, &bad).await.contains("kept-bad-line"));
+    let (status, tail) = b.get_text(&format!("/api/v1/jobs/{ok}/logs?tail=1")).await;
+    assert_eq!((status, tail.trim_end().lines().count()), (200, 1), "{tail}");
+
+    // A run that ends while the server is down is adopted as ended, then leaves Ray too.
+    let late = b.submit(json!({"entrypoint": "sleep 3; echo kept-late-line", "resources": {"cpu": 1}})).await;
+    wait_ray(&b, &format!("{late}-r1"), &["RUNNING"], SECS(60)).await;
+    b.kill9();
+    let ended = wait_ray(&b, &format!("{late}-r1"), &["SUCCEEDED"], SECS(60)).await;
+    assert!(ray_job(&format!("{late}-r1")).await.is_some(), "nothing deletes while Berth is down: {ended:#}");
+    b.spawn().await;
+    let done = b.wait_state(&late, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["runs"], 1, "{done:#}");
+    wait_gone(&format!("{late}-r1"), SECS(30)).await;
+
+    // Another restart: the states and logs are still there, from Berth alone.
+    b.kill9();
+    b.spawn().await;
+    for (id, state, line) in [(&ok, "succeeded", "kept-ok-line"), (&bad, "failed", "kept-bad-line"), (&late, "succeeded", "kept-late-line")] {
+        assert_eq!(b.job(id).await["state"], state, "{id}");
+        assert!(logs_of(&b, id).await.contains(line), "{id}");
+    }
+
+    // Gone for good: Ray's job monitor wrote none of them back (it does, as FAILED, for a
+    // job deleted before the monitor is done with it).
+    for id in [&ok, &bad, &late] {
+        let back = ray_job(&format!("{id}-r1")).await;
+        assert!(back.is_none(), "Ray has {id}-r1 again: {back:#?}");
+    }
+
+    // `--ray-keep-finished` leaves ended jobs in Ray.
+    let keep = Berth::start(Backend::Sqlite, &["--no-local", "--ray", &format!("ray={}", ray_url()), "--ray-poll-ms", "200", "--ray-keep-finished"]).await;
+    keep.apply(&config("test", "", "never")).await;
+    let kept = keep.submit(json!({"entrypoint": "echo stays-in-ray", "resources": {"cpu": 1}})).await;
+    keep.wait_state(&kept, &["succeeded"], SECS(60)).await;
+    tokio::time::sleep(SECS(2)).await;
+    let on_ray = ray_job(&format!("{kept}-r1")).await.expect("kept in Ray");
+    assert_eq!(on_ray["status"], "SUCCEEDED");
+    assert!(logs_of(&keep, &kept).await.contains("stays-in-ray"));
 }

@@ -1,19 +1,36 @@
-//! Berth's overhead on top of Ray: the same no-op jobs (1 CPU each) run three ways on the
-//! `.ci/ray.sh` head, which is restarted before each so all start from an empty job history:
+//! Berth's overhead on top of Ray: the same no-op jobs (1 CPU each) run four ways on the
+//! `.ci/ray.sh` head:
 //!
-//! 1. **direct flood**: every job POSTed to Ray's Jobs API at once, as a script without a
-//!    scheduler would; Ray fails the ones its supervisors cannot start in time;
-//! 2. **direct, N in flight**: a client that keeps N jobs submitted and polls each (as Berth
+//! 1. **direct flood** (fresh head): every job POSTed to Ray's Jobs API at once, as a
+//!    script without a scheduler would; Ray runs as many as its CPUs allow and fails the
+//!    ones still waiting after `RAY_JOB_START_TIMEOUT_SECONDS` (60 s in .ci/ray.sh);
+//! 2. **berth** (fresh head): the same jobs all submitted to Berth at once (one queue with
+//!    the node's CPUs as quota, defaults otherwise; Berth deletes each ended job from Ray
+//!    once it has saved its log): with the flood, the head-memory comparison, both
+//!    starting from an empty job history;
+//! 3. **direct, N in flight**: a client that keeps N jobs submitted and polls each (as Berth
 //!    does: every 100 ms, from 500 ms after its submission), N being what Berth keeps in
 //!    flight here (1-CPU jobs on the node's CPUs, within `--ray-max-in-flight`): the fair
 //!    baseline, and the one the time ratio is against;
-//! 3. **berth**: the jobs submitted to Berth (one queue with the node's CPUs as quota,
-//!    defaults otherwise).
+//! 4. **berth** again, taking turns with 3.
 //!
-//! Times run from just before the first submission to the end of the last job: Ray's
-//! `end_time` for the direct runs (no client lag counted), Berth's `finished_at` for Berth
-//! (its own polling lag included). "Slot gap" is the median time from a job's end to the
-//! submission of the job that takes its place (Ray's records), once all slots are busy.
+//! 3 and 4 take turns on one fresh head, in chunks (8 of 25 jobs; who goes first
+//! alternates), each chunk starting once Ray's usage report shows the cluster idle, and
+//! their times are the sums over the chunks: on a shared machine whose load drifts,
+//! back-to-back runs differ more than Berth's overhead. (Their memory peaks are shown too,
+//! but that head has seen twice the jobs by the end.) A time runs from just
+//! before the first submission to the end of the last job: Ray's `end_time` for the direct
+//! runs (no client lag counted), Berth's `finished_at` for Berth (its own polling lag
+//! included). "Slot gap" is the median time from a job's end to the
+//! submission of the job that takes its place (Ray's records), once all slots are busy;
+//! "job in Ray" the median from submission to end as Ray recorded them, which shows how
+//! loaded the machine was during each run.
+//!
+//! `BERTH_BENCH_RAY_UNGATED=1` adds a flood of jobs that ask Ray for no resources (what a
+//! script that sets none sends): Ray starts all their supervisors at once (about 100 MB
+//! each), which is where a flood costs memory. Off by default: 200 of them need several GB;
+//! it is given up (its open jobs counted as aborted) when the machine has less than 3 GB
+//! available.
 
 use super::*;
 
@@ -37,6 +54,8 @@ struct Run {
     peak: f64,
     /// Median slot gap, ms (`None` when no job waited for a slot).
     gap_ms: Option<f64>,
+    /// Median submission-to-end in Ray, s.
+    in_ray: f64,
 }
 
 /// Epoch milliseconds now.
@@ -54,15 +73,26 @@ fn terminal(status: &str) -> bool {
     matches!(status, "SUCCEEDED" | "FAILED" | "STOPPED")
 }
 
-/// Median time (ms) from the k-th end to the (k + slots)-th submission, from Ray's records.
-fn slot_gap(jobs: &[Value], slots: usize) -> Option<f64> {
-    let mut starts: Vec<i64> = jobs.iter().filter_map(|j| j["start_time"].as_i64()).collect();
-    let mut ends: Vec<i64> = jobs.iter().filter_map(|j| j["end_time"].as_i64()).collect();
-    starts.sort_unstable();
-    ends.sort_unstable();
-    let mut gaps: Vec<f64> = starts.iter().skip(slots).zip(&ends).map(|(s, e)| (s - e) as f64).collect();
+/// Median time (ms) from the k-th end to the (k + slots)-th submission within each chunk of
+/// jobs, from Ray's records.
+fn slot_gap<'a>(chunks: impl IntoIterator<Item = Vec<&'a Value>>, slots: usize) -> Option<f64> {
+    let mut gaps = Vec::new();
+    for jobs in chunks {
+        let mut starts: Vec<i64> = jobs.iter().filter_map(|j| j["start_time"].as_i64()).collect();
+        let mut ends: Vec<i64> = jobs.iter().filter_map(|j| j["end_time"].as_i64()).collect();
+        starts.sort_unstable();
+        ends.sort_unstable();
+        gaps.extend(starts.iter().skip(slots).zip(&ends).map(|(s, e)| (s - e) as f64));
+    }
     gaps.sort_by(f64::total_cmp);
     (!gaps.is_empty()).then(|| percentile(&gaps, 0.5))
+}
+
+/// Median seconds from submission to end, by Ray's records.
+fn in_ray(jobs: &[Value]) -> f64 {
+    let mut d: Vec<f64> = jobs.iter().filter_map(|j| Some((j["end_time"].as_i64()? - j["start_time"].as_i64()?) as f64 / 1000.0)).collect();
+    d.sort_by(f64::total_cmp);
+    percentile(&d, 0.5)
 }
 
 /// Counts Ray's outcomes: succeeded, and failures by error type.
@@ -78,91 +108,126 @@ fn outcomes(jobs: &[Value]) -> (usize, BTreeMap<String, usize>) {
     (succeeded, failed)
 }
 
-/// Submits `n` jobs straight to Ray, at most `cap` in flight (`None`: all at once).
-async fn direct(url: &str, n: usize, cap: Option<usize>) -> Run {
+/// The ungated flood is given up when the machine has less memory than this available
+/// (the next phase's restart of Ray then frees it).
+const MIN_AVAILABLE_MB: f64 = 3072.0;
+
+/// `MemAvailable` of the machine, MB.
+fn mem_available_mb() -> f64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kb = info.lines().find_map(|l| l.strip_prefix("MemAvailable:")).and_then(|l| l.trim().strip_suffix("kB")?.trim().parse::<f64>().ok());
+    kb.map_or(f64::INFINITY, |kb| kb / 1024.0)
+}
+
+/// Submits `n` jobs straight to Ray at once, each asking for 1 CPU unless `ungated`; waits
+/// for all to end (the whole list every 500 ms: one request, however many are pending).
+/// An ungated flood is aborted when the machine's available memory falls below
+/// [`MIN_AVAILABLE_MB`]; its jobs still unfinished then count as failed `aborted`.
+async fn flood(url: &str, n: usize, ungated: bool) -> Run {
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
-    let prefix = format!("direct-{}-{}-", cap.map_or("flood".into(), |c| c.to_string()), std::process::id());
-    let submit = |i: usize| {
-        let body = json!({"entrypoint": "true", "submission_id": format!("{prefix}{i}"), "entrypoint_num_cpus": 1});
-        let http = http.clone();
-        let url = url.to_string();
-        async move {
-            let r = http.post(format!("{url}/api/jobs/")).json(&body).send().await.unwrap();
-            assert!(r.status().is_success(), "direct submit {i}: {}", r.text().await.unwrap_or_default());
-        }
-    };
+    let prefix = format!("flood-{}-{}-", u8::from(ungated), std::process::id());
     let watch = PeakWatch::start();
     let t0 = now_ms();
+    for i in 0..n {
+        let mut body = json!({"entrypoint": "true", "submission_id": format!("{prefix}{i}")});
+        if !ungated {
+            body["entrypoint_num_cpus"] = json!(1);
+        }
+        let r = http.post(format!("{url}/api/jobs/")).json(&body).send().await.unwrap();
+        assert!(r.status().is_success(), "flood submit {i}: {}", r.text().await.unwrap_or_default());
+    }
     let deadline = Instant::now() + Duration::from_secs(1800);
-    match cap {
-        None => {
-            for i in 0..n {
-                submit(i).await;
-            }
-            // The whole list every 500 ms: one request, however many jobs are pending.
-            loop {
-                let jobs = ray_jobs(&http, url, &prefix).await;
-                if jobs.len() == n && jobs.iter().all(|j| terminal(j["status"].as_str().unwrap_or(""))) {
-                    break;
-                }
-                assert!(Instant::now() < deadline, "the direct flood did not finish");
-                tokio::time::sleep(Duration::from_millis(500)).await;
-            }
+    let mut least_free = mem_available_mb();
+    let mut aborted = false;
+    loop {
+        let jobs = ray_jobs(&http, url, &prefix).await;
+        if jobs.len() == n && jobs.iter().all(|j| terminal(j["status"].as_str().unwrap_or(""))) {
+            break;
         }
-        Some(cap) => {
-            let mut in_flight: Vec<(usize, Instant)> = Vec::new();
-            let mut next = 0;
-            while next < n || !in_flight.is_empty() {
-                while in_flight.len() < cap && next < n {
-                    submit(next).await;
-                    in_flight.push((next, Instant::now() + FIRST_POLL));
-                    next += 1;
-                }
-                tokio::time::sleep(POLL).await;
-                let due: Vec<usize> = in_flight.iter().filter(|(_, at)| *at <= Instant::now()).map(|(i, _)| *i).collect();
-                let asked = due.iter().map(|&i| {
-                    let http = http.clone();
-                    let url = format!("{url}/api/jobs/{prefix}{i}");
-                    async move {
-                        let v: Value = http.get(url).send().await.unwrap().json().await.unwrap_or(Value::Null);
-                        (i, terminal(v["status"].as_str().unwrap_or("")))
-                    }
-                });
-                for (i, ended) in futures_util::future::join_all(asked).await {
-                    if ended {
-                        in_flight.retain(|(j, _)| *j != i);
-                    }
-                }
-                assert!(Instant::now() < deadline, "the direct client did not finish");
-            }
+        least_free = least_free.min(mem_available_mb());
+        if ungated && least_free < MIN_AVAILABLE_MB {
+            aborted = true;
+            break;
         }
+        assert!(Instant::now() < deadline, "the direct flood did not finish");
+        // Often enough to catch the memory falling (supervisors start by the dozen).
+        tokio::time::sleep(Duration::from_millis(if ungated { 100 } else { 500 })).await;
     }
     let peak = watch.stop();
     let jobs = ray_jobs(&http, url, &prefix).await;
     let last_end = jobs.iter().filter_map(|j| j["end_time"].as_i64()).max().unwrap_or(t0);
-    let (succeeded, failed) = outcomes(&jobs);
+    let (succeeded, mut failed) = outcomes(&jobs);
+    if aborted {
+        let open: usize = jobs.iter().filter(|j| !terminal(j["status"].as_str().unwrap_or(""))).count();
+        for j in jobs.iter().filter(|j| !terminal(j["status"].as_str().unwrap_or(""))) {
+            let _ = http.post(format!("{url}/api/jobs/{}/stop", j["submission_id"].as_str().unwrap_or_default())).send().await;
+        }
+        failed.retain(|k, _| k != "PENDING" && k != "RUNNING");
+        failed.insert(format!("aborted at {least_free:.0} MB available"), open);
+    }
     Run {
-        runner: match cap {
-            None => "direct flood (all POSTed at once)".into(),
-            Some(_) => "direct, N in flight (fair baseline)".into(),
-        },
-        in_flight: cap.map_or(format!("{n}"), |c| c.to_string()),
+        runner: if ungated { "direct flood, no CPU asked (fresh head)".into() } else { "direct flood (fresh head)".into() },
+        in_flight: n.to_string(),
         wall: (last_end - t0) as f64 / 1000.0,
         succeeded,
         failed,
         peak,
-        gap_ms: cap.and_then(|c| slot_gap(&jobs, c)),
+        gap_ms: None,
+        in_ray: in_ray(&jobs),
     }
 }
 
-/// The same jobs through a Berth server; also the server's CPU seconds and peak RSS.
-async fn berth(url: &str, n: usize, cpus: f64, slots: usize) -> (Run, f64, f64) {
-    let server = Server::start("ray", &["--no-local", "--ray", &format!("ray={url}")]).await;
-    server.apply(&one_queue(cpus as u32)).await;
-    let watch = PeakWatch::start();
+/// One chunk of the direct client: jobs `ids` straight to Ray, `cap` in flight, each polled
+/// as Berth polls; seconds from the first submission to Ray's end of the last.
+async fn direct_chunk(http: &reqwest::Client, url: &str, prefix: &str, ids: std::ops::Range<usize>, cap: usize) -> f64 {
+    let t0 = now_ms();
+    let deadline = Instant::now() + Duration::from_secs(1800);
+    let mut in_flight: Vec<(usize, Instant)> = Vec::new();
+    let mut todo = ids.clone();
+    loop {
+        while in_flight.len() < cap {
+            let Some(i) = todo.next() else { break };
+            let body = json!({"entrypoint": "true", "submission_id": format!("{prefix}{i}"), "entrypoint_num_cpus": 1});
+            let r = http.post(format!("{url}/api/jobs/")).json(&body).send().await.unwrap();
+            assert!(r.status().is_success(), "direct submit {i}: {}", r.text().await.unwrap_or_default());
+            in_flight.push((i, Instant::now() + FIRST_POLL));
+        }
+        if in_flight.is_empty() {
+            break;
+        }
+        tokio::time::sleep(POLL).await;
+        let due: Vec<usize> = in_flight.iter().filter(|(_, at)| *at <= Instant::now()).map(|(i, _)| *i).collect();
+        let asked = due.iter().map(|&i| {
+            let url = format!("{url}/api/jobs/{prefix}{i}");
+            async move {
+                let v: Value = http.get(url).send().await.unwrap().json().await.unwrap_or(Value::Null);
+                (i, terminal(v["status"].as_str().unwrap_or("")))
+            }
+        });
+        for (i, ended) in futures_util::future::join_all(asked).await {
+            if ended {
+                in_flight.retain(|(j, _)| *j != i);
+            }
+        }
+        assert!(Instant::now() < deadline, "the direct client did not finish");
+    }
+    let mine: Vec<Value> = ray_jobs(http, url, prefix).await.into_iter().filter(|j| chunk_of(j, prefix).is_some_and(|i| ids.contains(&i))).collect();
+    let last_end = mine.iter().filter_map(|j| j["end_time"].as_i64()).max().unwrap_or(t0);
+    (last_end - t0) as f64 / 1000.0
+}
+
+/// The index in a direct submission id `{prefix}{i}`.
+fn chunk_of(job: &Value, prefix: &str) -> Option<usize> {
+    job["submission_id"].as_str()?.strip_prefix(prefix)?.parse().ok()
+}
+
+/// One chunk through Berth: `k` jobs; seconds from the first submission to Berth's
+/// `finished_at` of the last, and the jobs' ids.
+async fn berth_chunk(server: &Server, k: usize) -> (f64, Vec<String>) {
     let t0 = Utc::now();
-    for _ in 0..n {
-        server.submit(&json!({"entrypoint": "true", "resources": {"cpu": 1}})).await;
+    let mut ids = Vec::with_capacity(k);
+    for _ in 0..k {
+        ids.push(server.submit(&json!({"entrypoint": "true", "resources": {"cpu": 1}})).await);
     }
     let deadline = Instant::now() + Duration::from_secs(1800);
     loop {
@@ -173,30 +238,142 @@ async fn berth(url: &str, n: usize, cpus: f64, slots: usize) -> (Run, f64, f64) 
         assert!(Instant::now() < deadline, "Berth's jobs did not finish");
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+    let mut last = t0;
+    for id in &ids {
+        if let Some(t) = time(&server.get(&format!("/api/v1/jobs/{id}")).await["finished_at"]) {
+            last = last.max(t);
+        }
+    }
+    ((last - t0).num_milliseconds() as f64 / 1000.0, ids)
+}
+
+/// Waits until Ray's usage report is newer than now and shows no CPU in use, and Berth's node
+/// view shows none used outside it: the chunk before is gone from every figure, so the next
+/// one starts on an idle cluster (else Berth rightly holds back for the direct client's jobs
+/// of the chunk before, as for any other user's, until Ray's next report).
+async fn settle(http: &reqwest::Client, url: &str, server: &Server) {
+    let since = Utc::now().timestamp_micros() as f64 / 1e6;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let status: Value = http.get(format!("{url}/api/cluster_status")).send().await.unwrap().json().await.unwrap_or(Value::Null);
+        let report = &status["data"]["clusterStatus"];
+        let fresh = report["time"].as_f64().is_some_and(|t| t > since);
+        let idle = report["loadMetricsReport"]["usage"]["CPU"][0].as_f64() == Some(0.0);
+        let nodes = server.get("/api/v1/nodes").await;
+        let clear = nodes["nodes"].as_array().is_some_and(|a| a.iter().all(|n| n["used_outside"].as_object().is_none_or(|o| o.is_empty())));
+        if fresh && idle && clear {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the cluster did not settle: {report}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Berth alone on a fresh head (as the floods run): all `n` jobs submitted to it at once;
+/// the memory comparison with the floods. Also how many of its jobs Ray still lists at the
+/// end (Berth deletes ended ones once it has their logs).
+async fn berth_alone(url: &str, n: usize, cpus: f64, slots: usize) -> (Run, usize) {
+    let server = Server::start("ray-alone", &["--no-local", "--ray", &format!("ray={url}")]).await;
+    server.apply(&one_queue(cpus as u32)).await;
+    let watch = PeakWatch::start();
+    let (wall, ids) = berth_chunk(&server, n).await;
     let peak = watch.stop();
+    let records = kept_records(&server, &ids);
     let jobs = server.all_jobs().await;
-    let last = jobs.iter().filter_map(|j| time(&j["finished_at"])).max().unwrap_or(t0);
     let mut failed = BTreeMap::new();
     for j in jobs.iter().filter(|j| j["state"] != "succeeded") {
         *failed.entry(j["reason"].as_str().unwrap_or("?").chars().take(60).collect::<String>()).or_insert(0) += 1;
     }
-    let on_ray = ray_jobs(&reqwest::Client::new(), url, "j-").await;
-    let (cpu, rss) = server.usage();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let left_in_ray = ray_jobs(&reqwest::Client::new(), url, "j-").await.len();
     let run = Run {
-        runner: format!("berth (quota {cpus} CPU, defaults)"),
+        runner: "berth (fresh head)".into(),
         in_flight: slots.to_string(),
-        wall: (last - t0).num_milliseconds() as f64 / 1000.0,
+        wall,
         succeeded: jobs.iter().filter(|j| j["state"] == "succeeded").count(),
         failed,
         peak,
-        gap_ms: slot_gap(&on_ray, slots),
+        gap_ms: slot_gap([records.iter().collect()], slots),
+        in_ray: in_ray(&records),
     };
-    (run, cpu, rss)
+    (run, left_in_ray)
 }
 
-/// Runs the three and prints one table.
+/// Ray's final records of Berth's runs, as Berth kept them (`data/runs/{job}-r1/ray.json`)
+/// once it deleted the jobs from Ray.
+fn kept_records<'a>(server: &Server, ids: impl IntoIterator<Item = &'a String>) -> Vec<Value> {
+    ids.into_iter()
+        .filter_map(|id| std::fs::read_to_string(server.dir.join(format!("data/runs/{id}-r1/ray.json"))).ok())
+        .filter_map(|text| serde_json::from_str(&text).ok())
+        .collect()
+}
+
+/// The direct client and Berth, `rounds` chunks each, taking turns (who goes first
+/// alternates), on one head: a machine whose load drifts weighs on both alike.
+async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (Run, Run, f64, f64) {
+    let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+    let prefix = format!("paced-{}-", std::process::id());
+    let server = Server::start("ray", &["--no-local", "--ray", &format!("ray={url}")]).await;
+    server.apply(&one_queue(cpus as u32)).await;
+    let (mut direct_s, mut berth_s, mut direct_peak, mut berth_peak) = (0.0, 0.0, 0.0f64, 0.0f64);
+    let chunk = n / rounds;
+    let mut berth_chunks: Vec<Vec<String>> = Vec::new();
+    for r in 0..rounds {
+        for side in [r % 2, 1 - r % 2] {
+            settle(&http, url, &server).await;
+            let watch = PeakWatch::start();
+            if side == 0 {
+                direct_s += direct_chunk(&http, url, &prefix, r * chunk..(r + 1) * chunk, slots).await;
+                direct_peak = direct_peak.max(watch.stop());
+            } else {
+                let (s, ids) = berth_chunk(&server, chunk).await;
+                berth_s += s;
+                berth_chunks.push(ids);
+                berth_peak = berth_peak.max(watch.stop());
+            }
+        }
+    }
+    let direct_jobs = ray_jobs(&http, url, &prefix).await;
+    // Berth deletes its ended jobs from Ray, keeping Ray's records in its data dir.
+    let berth_jobs = kept_records(&server, berth_chunks.iter().flatten());
+    let (succeeded, failed) = outcomes(&direct_jobs);
+    let direct = Run {
+        runner: "direct, N in flight (taking turns)".into(),
+        in_flight: slots.to_string(),
+        wall: direct_s,
+        succeeded,
+        failed,
+        peak: direct_peak,
+        gap_ms: slot_gap((0..rounds).map(|r| direct_jobs.iter().filter(|j| chunk_of(j, &prefix).is_some_and(|i| i / chunk == r)).collect()), slots),
+        in_ray: in_ray(&direct_jobs),
+    };
+    let jobs = server.all_jobs().await;
+    let mut failed = BTreeMap::new();
+    for j in jobs.iter().filter(|j| j["state"] != "succeeded") {
+        *failed.entry(j["reason"].as_str().unwrap_or("?").chars().take(60).collect::<String>()).or_insert(0) += 1;
+    }
+    let (cpu, rss) = server.usage();
+    let berth = Run {
+        runner: "berth (taking turns)".into(),
+        in_flight: slots.to_string(),
+        wall: berth_s,
+        succeeded: jobs.iter().filter(|j| j["state"] == "succeeded").count(),
+        failed,
+        peak: berth_peak,
+        gap_ms: slot_gap(
+            berth_chunks.iter().map(|ids| berth_jobs.iter().filter(|j| j["submission_id"].as_str().is_some_and(|s| ids.iter().any(|id| s == format!("{id}-r1")))).collect()),
+            slots,
+        ),
+        in_ray: in_ray(&berth_jobs),
+    };
+    (direct, berth, cpu, rss)
+}
+
+/// Runs them all and prints one table.
 pub async fn run(url: &str) {
-    let n = if quick() { 20 } else { 200 };
+    // BERTH_BENCH_RAY_JOBS overrides the count (a multiple of 25 keeps the chunks whole).
+    let n = std::env::var("BERTH_BENCH_RAY_JOBS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(if quick() { 20 } else { 200 });
+    let rounds = if quick() { 2 } else { n.div_ceil(25).max(1) };
     let http = reqwest::Client::new();
     let cpus = {
         let nodes: Value = http.get(format!("{url}/api/v0/nodes?view=summary")).send().await.unwrap().json().await.unwrap_or(Value::Null);
@@ -205,41 +382,70 @@ pub async fn run(url: &str) {
     };
     // What Berth keeps in flight: 1-CPU jobs on the node's CPUs, within its cap.
     let slots = (cpus as usize).clamp(1, BERTH_CAP);
+    let ungated = std::env::var("BERTH_BENCH_RAY_UNGATED").is_ok_and(|v| !v.is_empty() && v != "0");
 
     restart_ray();
     let idle = ray_pss_mb();
-    let flood = direct(url, n, None).await;
+    let flooded = flood(url, n, false).await;
+    let wild = if ungated {
+        restart_ray();
+        Some(flood(url, n, true).await)
+    } else {
+        None
+    };
     restart_ray();
-    let paced = direct(url, n, Some(slots)).await;
+    let (alone, left_in_ray) = berth_alone(url, n, cpus, slots).await;
     restart_ray();
-    let (through, cpu, rss) = berth(url, n, cpus, slots).await;
+    let (direct, through, cpu, rss) = paced(url, n, cpus, slots, rounds).await;
 
     println!("\n## Ray: {n} no-op jobs (1 CPU each) on a {cpus}-CPU head: Berth's overhead over Ray's Jobs API");
-    println!("{:<38} | {:>9} | {:>11} | {:>9} | {:>9} | {:>13} | failed", "runner", "in flight", "to last end", "succeeded", "slot gap", "head PSS peak");
-    println!("{}", "-".repeat(118));
-    for r in [&flood, &paced, &through] {
+    println!(
+        "{:<36} | {:>9} | {:>11} | {:>9} | {:>9} | {:>10} | {:>13} | failed",
+        "runner", "in flight", "time", "succeeded", "slot gap", "job in Ray", "head PSS peak"
+    );
+    println!("{}", "-".repeat(130));
+    for r in [Some(&flooded), wild.as_ref(), Some(&alone), Some(&direct), Some(&through)].into_iter().flatten() {
         let failed: Vec<String> = r.failed.iter().map(|(why, k)| format!("{k} {why}")).collect();
         println!(
-            "{:<38} | {:>9} | {:>9.1} s | {:>5} / {n} | {:>9} | {:>10.0} MB | {}",
+            "{:<36} | {:>9} | {:>9.1} s | {:>5} / {n} | {:>9} | {:>8.1} s | {:>10.0} MB | {}",
             r.runner,
             r.in_flight,
             r.wall,
             r.succeeded,
             r.gap_ms.map_or("-".into(), |g| format!("{g:.0} ms")),
+            r.in_ray,
             r.peak,
             if failed.is_empty() { "0".into() } else { failed.join(", ") }
         );
     }
-    let ok = |r: &Run| r.succeeded == n;
-    let ratio = through.wall / paced.wall;
     let met = |yes: bool| if yes { "met" } else { "NOT met" };
+    let all = |r: &Run| r.succeeded == n;
+    let ratio = through.wall / direct.wall;
     println!(
-        "time ratio berth / direct with {slots} in flight: {ratio:.2}x (target <= 1.1x: {}{}); head PSS peak berth {:.0} MB vs direct flood {:.0} MB (target lower: {})",
-        met(ratio <= 1.1),
-        if ok(&paced) && ok(&through) { "" } else { "; NOT every job succeeded" },
-        through.peak,
-        flood.peak,
-        met(through.peak < flood.peak),
+        "time: the floods to the last end; the direct client and Berth the sum of {rounds} chunks of {} jobs each, taking turns",
+        n / rounds
     );
+    println!(
+        "time ratio berth / direct with {slots} in flight (taking turns on one head): {ratio:.2}x (target <= 1.1x: {}{})",
+        met(ratio <= 1.1),
+        if all(&direct) && all(&through) { "" } else { "; NOT every job succeeded" },
+    );
+    println!(
+        "head PSS peak, each on a fresh head: berth {:.0} MB vs direct flood {:.0} MB (target lower: {}){}",
+        alone.peak,
+        flooded.peak,
+        met(alone.peak < flooded.peak),
+        if all(&alone) { "" } else { "; NOT every Berth job succeeded" },
+    );
+    if let Some(w) = &wild {
+        println!("head PSS peak, fresh heads: berth {:.0} MB vs the flood asking no CPU {:.0} MB (lower: {})", alone.peak, w.peak, met(alone.peak < w.peak));
+    }
+    println!(
+        "head PSS peak, taking turns on one head ({} jobs by its end): berth {:.0} MB vs direct {:.0} MB",
+        2 * n,
+        through.peak,
+        direct.peak
+    );
+    println!("Berth's jobs Ray still lists after the fresh-head run: {left_in_ray} of {n} (Berth keeps their logs and deletes them)");
     println!("idle head PSS {idle:.0} MB; berth server {cpu:.1} s CPU, peak RSS {rss:.0} MB");
 }

@@ -19,19 +19,25 @@
 //! with that reason (and retried per the job's policy). Ray merges stderr into stdout: the
 //! stdout log has both, stderr is always empty.
 //!
+//! With a [`RayConfig::keep_dir`], an ended run's log and Ray's final record are saved
+//! there by a third task and the job is then deleted from Ray (see [`kept`]): Ray's history
+//! of finished jobs stays bounded, and logs are read from the saved copy.
+//!
 //! Unreachable Ray (or one listing no alive node, as while it stops): the last known nodes
 //! are kept (so submissions are still checked against them), and starts fail fast with [`BackendError::Unavailable`], which the loop
 //! turns into a wait with backoff, not a failure.
 
+mod kept;
 mod usage;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::backend::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Reported, RunId, StartSpec, Stream};
 use super::now_us;
@@ -76,6 +82,13 @@ pub struct RayConfig {
     pub nodes_interval: Duration,
     /// Bound of one request (default 10 s).
     pub request_timeout: Duration,
+    /// Where finished runs are kept (the server's data dir): once a run has ended, its log
+    /// and Ray's record of it are saved there and the job is deleted from Ray, whose
+    /// finished-job history is otherwise unbounded (see [`kept`]). `None`: finished jobs
+    /// stay in Ray and logs are always read from it.
+    pub keep_dir: Option<PathBuf>,
+    /// How much of a finished run's log is kept (its end; default 8 MiB).
+    pub kept_log_bytes: u64,
 }
 
 impl RayConfig {
@@ -90,6 +103,8 @@ impl RayConfig {
             max_polls_per_s: 50,
             nodes_interval: Duration::from_secs(2),
             request_timeout: Duration::from_secs(10),
+            keep_dir: None,
+            kept_log_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -104,6 +119,7 @@ impl std::fmt::Debug for RayConfig {
             .field("poll_interval", &self.poll_interval)
             .field("max_polls_per_s", &self.max_polls_per_s)
             .field("nodes_interval", &self.nodes_interval)
+            .field("keep_dir", &self.keep_dir)
             .finish()
     }
 }
@@ -150,6 +166,8 @@ pub struct RayBackend {
     unreachable: Mutex<Option<String>>,
     /// Watched runs by submission id.
     watched: Mutex<HashMap<String, Watch>>,
+    /// Ended runs (submission id, Ray's final record) to save and delete from Ray.
+    to_keep: UnboundedSender<(String, Value)>,
 }
 
 impl std::fmt::Debug for RayBackend {
@@ -188,6 +206,7 @@ impl RayBackend {
         if !base.starts_with("http://") && !base.starts_with("https://") {
             return Err(format!("ray `{}`: `{}` is not an http:// URL of a Ray dashboard", cfg.name, cfg.address));
         }
+        let (to_keep, ended) = tokio::sync::mpsc::unbounded_channel();
         let backend = Arc::new(RayBackend {
             cfg,
             base,
@@ -198,9 +217,11 @@ impl RayBackend {
             ledger: Mutex::default(),
             unreachable: Mutex::new(None),
             watched: Mutex::default(),
+            to_keep,
         });
         tokio::spawn(nodes_task(Arc::downgrade(&backend)));
         tokio::spawn(status_task(Arc::downgrade(&backend)));
+        tokio::spawn(keep_task(Arc::downgrade(&backend), ended));
         Ok(backend)
     }
 
@@ -390,6 +411,9 @@ impl RayBackend {
                     tracing::debug!(run = %key, seen_after_end_ms = now_us() / 1000 - end, "Ray run ended");
                     let w = watched.remove(key).expect("present above");
                     self.lock_ledger().release(key, now_us());
+                    if let (Some(job), Some(_)) = (status, &self.cfg.keep_dir) {
+                        let _ = self.to_keep.send((key.to_string(), job.clone()));
+                    }
                     ((!w.stopping).then_some(Exit { run: w.run, outcome }), false)
                 }
                 // A stop of a PENDING job only takes effect once it starts: ask again.
@@ -413,14 +437,81 @@ impl RayBackend {
             return Ok(Vec::new()); // Ray merges stderr into the one log
         }
         let key = run.key();
+        if let Some(log) = self.kept_log(&key, tail).await {
+            return Ok(log);
+        }
         let body = match self.get_json(&format!("/api/jobs/{key}/logs")).await {
             Ok(b) => b,
-            Err(Failure::Status(404, _)) => return Err(BackendError::Failed(format!("Ray has no logs of run {key} (the cluster restarted?)"))),
+            // Deleted from Ray just now, after its copy was saved?
+            Err(Failure::Status(404, _)) => match self.kept_log(&key, tail).await {
+                Some(log) => return Ok(log),
+                None => return Err(BackendError::Failed(format!("Ray has no logs of run {key} (the cluster restarted?)"))),
+            },
             Err(f) => return Err(BackendError::Unavailable(self.describe(&f))),
         };
         let logs = body.get("logs").and_then(Value::as_str).unwrap_or_default().as_bytes();
-        let from = tail.map_or(0, |t| logs.len().saturating_sub(usize::try_from(t).unwrap_or(usize::MAX)));
-        Ok(logs[from..].to_vec())
+        Ok(tail.map_or(logs, |t| kept::tail(logs, t)).to_vec())
+    }
+
+    /// The saved log of an ended run, if it was saved.
+    async fn kept_log(&self, key: &str, tail: Option<u64>) -> Option<Vec<u8>> {
+        let root = self.cfg.keep_dir.clone()?;
+        let key = key.to_string();
+        tokio::task::spawn_blocking(move || kept::log(&root, &key, tail)).await.ok().flatten()
+    }
+
+    /// Ray's final record of an ended run, if it was saved.
+    async fn kept_record(&self, key: &str) -> Option<Value> {
+        let root = self.cfg.keep_dir.clone()?;
+        let key = key.to_string();
+        tokio::task::spawn_blocking(move || kept::record(&root, &key)).await.ok().flatten()
+    }
+
+    /// Saves an ended run's log and Ray's record of it; whether it did. On failure the job
+    /// stays in Ray (as without a keep dir) and its logs are read there.
+    async fn save_ended(&self, key: &str, record: Value) -> bool {
+        let Some(root) = self.cfg.keep_dir.clone() else { return false };
+        let log = match self.get_json(&format!("/api/jobs/{key}/logs")).await {
+            Ok(body) => body.get("logs").and_then(Value::as_str).unwrap_or_default().to_string(),
+            Err(f) => {
+                tracing::warn!(run = %key, error = %self.describe(&f), "cannot read an ended run's log from Ray; leaving the job in Ray");
+                return false;
+            }
+        };
+        let limit = self.cfg.kept_log_bytes;
+        let owned = key.to_string();
+        match tokio::task::spawn_blocking(move || kept::save(&root, &owned, kept::tail(log.as_bytes(), limit), &record)).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::warn!(run = %key, error = %e, "cannot save an ended run's log; leaving the job in Ray");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(run = %key, error = %e, "saving an ended run's log failed; leaving the job in Ray");
+                false
+            }
+        }
+    }
+
+    /// One look at the saved runs waiting to be deleted from Ray: deletes those that ended
+    /// at least [`SETTLE`] ago, in the order they ended. One that Ray cannot delete now is
+    /// tried again at the next look, and left in Ray after [`GIVE_UP`].
+    async fn delete_settled(&self, waiting: &mut VecDeque<ToDelete>) {
+        while let Some(w) = waiting.front() {
+            if w.since.elapsed() < SETTLE {
+                return; // the rest ended later still
+            }
+            let w = waiting.pop_front().expect("looked at above");
+            match self.send(self.http.delete(format!("{}/api/jobs/{}", self.base, w.key))).await {
+                Ok(_) | Err(Failure::Status(404, _)) => tracing::debug!(run = %w.key, "ended run saved and deleted from Ray"),
+                Err(f) if w.since.elapsed() < GIVE_UP => {
+                    tracing::debug!(run = %w.key, error = %self.describe(&f), "cannot delete an ended run from Ray now; trying again");
+                    waiting.push_front(w);
+                    return;
+                }
+                Err(f) => tracing::warn!(run = %w.key, error = %self.describe(&f), "cannot delete an ended run from Ray (its copy is saved); leaving it there"),
+            }
+        }
     }
 
     async fn adopt_run(&self, spec: StartSpec, handle: Option<String>) -> Adopted {
@@ -430,15 +521,25 @@ impl RayBackend {
         let hold = || self.lock_ledger().hold(key.clone(), spec.node.clone(), spec.resources.clone(), 0);
         match self.job(&key).await {
             Ok(Some(job)) => match outcome_of(&job) {
-                Some(outcome) => Adopted::Ended(outcome),
+                Some(outcome) => {
+                    // Ended while the server was away: saved and deleted like any other.
+                    if self.cfg.keep_dir.is_some() {
+                        let _ = self.to_keep.send((key.clone(), job));
+                    }
+                    Adopted::Ended(outcome)
+                }
                 None => {
                     hold();
                     self.watch(&run, Instant::now());
                     Adopted::Running { handle: key }
                 }
             },
-            Ok(None) if handle.is_none() => Adopted::NeverStarted,
-            Ok(None) => Adopted::Ended(Outcome::Failed(LOST.into())),
+            Ok(None) => match self.kept_record(&key).await {
+                // Ended, saved and deleted from Ray before the server went away.
+                Some(record) => Adopted::Ended(outcome_of(&record).unwrap_or_else(|| Outcome::Failed(LOST.into()))),
+                None if handle.is_none() => Adopted::NeverStarted,
+                None => Adopted::Ended(Outcome::Failed(LOST.into())),
+            },
             // Cannot tell now, and its start was never acknowledged (the server died while
             // submitting it): back to its queue. If the submission did reach Ray, starting it
             // again finds it there ("already exists") and watches it.
@@ -507,6 +608,49 @@ async fn nodes_task(backend: Weak<RayBackend>) {
         let _ = b.refresh_nodes().await;
         drop(b);
         tokio::time::sleep(every).await;
+    }
+}
+
+/// A saved run waiting to be deleted from Ray.
+struct ToDelete {
+    key: String,
+    /// When its end was seen (and its copy saved).
+    since: Instant,
+}
+
+/// How often saved runs are checked for deletion.
+const DELETE_CHECK: Duration = Duration::from_secs(2);
+
+/// How long after its end a run's job is deleted from Ray. Ray's job monitor looks at each
+/// supervisor actor every second until it has seen the run end; a job deleted before that
+/// is written back by the monitor as `FAILED`, `JOB_SUPERVISOR_ACTOR_DIED` (seen on Ray
+/// 2.60). Waiting a fixed time rather than asking Ray about each supervisor keeps the
+/// deletion off Ray's dashboard, which is what every submission and status poll waits on.
+const SETTLE: Duration = Duration::from_secs(10);
+
+/// A saved run Ray still cannot delete after this is left in Ray.
+const GIVE_UP: Duration = Duration::from_secs(600);
+
+/// Saves ended runs (off the status task: a slot is reused as soon as the run's end is
+/// seen, not after its log is copied), then deletes each from Ray once Ray is done with it.
+async fn keep_task(backend: Weak<RayBackend>, mut ended: UnboundedReceiver<(String, Value)>) {
+    let mut waiting: VecDeque<ToDelete> = VecDeque::new();
+    let mut check = tokio::time::interval(DELETE_CHECK);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            got = ended.recv() => {
+                let Some((key, record)) = got else { return };
+                let Some(b) = backend.upgrade() else { return };
+                if b.save_ended(&key, record).await {
+                    waiting.push_back(ToDelete { key, since: Instant::now() });
+                }
+            }
+            _ = check.tick(), if !waiting.is_empty() => {
+                let Some(b) = backend.upgrade() else { return };
+                b.delete_settled(&mut waiting).await;
+            }
+        }
     }
 }
 
