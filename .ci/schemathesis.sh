@@ -80,9 +80,14 @@ rc=0
   --header "Authorization: Bearer $TOKEN" \
   --exclude-path /api/v1/stream --request-timeout 20 --no-color) || rc=$?
 
-# Nothing may have run: no run directory, no child process, no admission in the event log.
-if [ -n "$(ls -A "$TMP/data/runs" 2>/dev/null)" ]; then
-  say "a job was run: $(ls "$TMP/data/runs" | head -3)"; rc=1
+# Nothing may have run: no run directory or journal record, no child process, no admission
+# in the event log. (The local backend makes its journal and spares dirs when it opens.)
+runs=$(ls -A "$TMP/data/runs" 2>/dev/null | grep -vx -e journal -e .spare || true)
+if [ -n "$runs" ]; then
+  say "a job was run: $(echo "$runs" | head -3)"; rc=1
+fi
+if [ -n "$(cat "$TMP/data/runs/journal/"* 2>/dev/null)" ]; then
+  say "the run journal has records: $(cat "$TMP/data/runs/journal/"* | head -3)"; rc=1
 fi
 if pgrep -P "$SERVER_PID" >/dev/null; then
   say "the server has child processes: $(pgrep -a -P "$SERVER_PID" | head -3)"; rc=1
