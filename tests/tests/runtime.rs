@@ -218,11 +218,20 @@ async fn timeout_kills_the_whole_process_tree(backend: Backend) {
     assert!(done["reason"].as_str().unwrap().contains("timeout"), "{done}");
     assert!(eventually(SECS(5), || !alive(c) && !alive(l)).await, "orphans left: child {c} alive={}, leader {l} alive={}", alive(c), alive(l));
     // The resource history saw it running: 1 CPU of the queue's 4, queryable by time range.
-    let (status, h) = b.get("/api/v1/history?since=10m&queue=burst&resource=cpu").await;
-    assert_eq!(status, 200, "{h}");
-    let samples = h["samples"].as_array().unwrap();
-    assert!(samples.iter().all(|s| s["queue"] == "burst" && s["resource"] == "cpu" && s["nominal"] == 4.0), "{h}");
-    assert!(samples.iter().any(|s| s["used"] == 1.0), "{h}");
+    // (Samples are written at most once a second, with the peak since the last one: the
+    // one with the job in it may come up to a second after the job ended.)
+    let deadline = std::time::Instant::now() + SECS(5);
+    let h = loop {
+        let (status, h) = b.get("/api/v1/history?since=10m&queue=burst&resource=cpu").await;
+        assert_eq!(status, 200, "{h}");
+        let samples = h["samples"].as_array().unwrap();
+        assert!(samples.iter().all(|s| s["queue"] == "burst" && s["resource"] == "cpu" && s["nominal"] == 4.0), "{h}");
+        if samples.iter().any(|s| s["used"] == 1.0) || std::time::Instant::now() > deadline {
+            break h;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(h["samples"].as_array().unwrap().iter().any(|s| s["used"] == 1.0), "no sample shows the job running: {h}");
     let (status, _) = b.get("/api/v1/history?since=1h&until=2h").await;
     assert_eq!(status, 400, "until before since is refused");
     let (_, none) = b.get("/api/v1/events?kind=timed_out&until=10m").await;
