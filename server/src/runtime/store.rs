@@ -388,7 +388,7 @@ impl JobStore {
             n += chunk.len() * EVENT_PARAMS;
         }
         sql.push_str("COMMIT;");
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
         let mut specs = specs.into_iter();
         for &(job, spec_changed) in jobs {
             if spec_changed {
@@ -703,6 +703,11 @@ fn placeholders_with(first: usize, rows: usize, width: usize, tail: &str) -> Str
 }
 
 /// New jobs in one statement, then their labels in another.
+///
+/// This statement and the other multi-row ones below (and a loop commit's) are not kept
+/// prepared: their text changes with the row count, so each count would take a slot in
+/// every connection's statement cache, and a prepared statement with thousands of
+/// parameters holds megabytes.
 async fn insert_jobs(tx: &mut AnyConnection, jobs: &[JobRow]) -> Result<()> {
     if jobs.is_empty() {
         return Ok(());
@@ -713,7 +718,7 @@ async fn insert_jobs(tx: &mut AnyConnection, jobs: &[JobRow]) -> Result<()> {
         placeholders(jobs.len(), 14, ", 0, 0")
     );
     // Only numbered placeholders are formatted in: the values are bound.
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
     for job in jobs {
         query = query
             .bind(&job.id)
@@ -749,7 +754,7 @@ async fn insert_jobs(tx: &mut AnyConnection, jobs: &[JobRow]) -> Result<()> {
         .collect();
     for chunk in labels.chunks(ROWS_PER_INSERT * 4) {
         let sql = format!("INSERT INTO job_labels (key, value, job_seq) VALUES {}", placeholders(chunk.len(), 3, ""));
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
         for &(key, value, seq) in chunk {
             query = query.bind(key).bind(value).bind(seq);
         }
@@ -762,7 +767,7 @@ async fn insert_jobs(tx: &mut AnyConnection, jobs: &[JobRow]) -> Result<()> {
 async fn insert_events(tx: &mut AnyConnection, events: &[NewEvent]) -> Result<()> {
     for chunk in events.chunks(ROWS_PER_INSERT) {
         let sql = format!("{INSERT_EVENTS} {}", placeholders(chunk.len(), EVENT_PARAMS, ""));
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
         for e in chunk {
             query = bind_event(query, e);
         }
