@@ -540,20 +540,22 @@ impl RayBackend {
                 None if handle.is_none() => Adopted::NeverStarted,
                 None => Adopted::Ended(Outcome::Failed(LOST.into())),
             },
-            // Cannot tell now, and its start was never acknowledged (the server died while
-            // submitting it): back to its queue. If the submission did reach Ray, starting it
-            // again finds it there ("already exists") and watches it.
-            Err(f) if handle.is_none() => {
-                tracing::warn!(run = %key, error = %self.describe(&f), "cannot ask Ray about an unacknowledged start at recovery; requeueing it");
-                Adopted::NeverStarted
-            }
-            Err(f) => {
+            Err(f) => match handle {
+                // Cannot tell now, and its start was never acknowledged (the server died
+                // while submitting it): back to its queue. If the submission did reach Ray,
+                // starting it again finds it there ("already exists") and watches it.
+                None => {
+                    tracing::warn!(run = %key, error = %self.describe(&f), "cannot ask Ray about an unacknowledged start at recovery; requeueing it");
+                    Adopted::NeverStarted
+                }
                 // Cannot tell now: watch it; the status task settles it once Ray answers.
-                tracing::warn!(run = %key, error = %self.describe(&f), "cannot ask Ray about a run at recovery; watching it");
-                hold();
-                self.watch(&run, Instant::now());
-                Adopted::Running { handle: handle.unwrap_or(key) }
-            }
+                Some(handle) => {
+                    tracing::warn!(run = %key, error = %self.describe(&f), "cannot ask Ray about a run at recovery; watching it");
+                    hold();
+                    self.watch(&run, Instant::now());
+                    Adopted::Running { handle }
+                }
+            },
         }
     }
 }
