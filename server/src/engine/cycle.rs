@@ -10,7 +10,7 @@ use super::order::Order;
 use super::plan::{Admission, PendingInfo, Plan, Preemption};
 use super::policy::QueueingStrategy;
 use super::preempt::{self, FailCache, NoVictims};
-use super::resources::{Milli, Name};
+use super::resources::Milli;
 use super::snapshot::{FlavorAssignment, Snapshot};
 use super::state::State;
 
@@ -44,7 +44,9 @@ struct Cycle {
     sc: Scratch,
     row: Vec<Milli>,
     plan: Plan,
-    waiting: Vec<(Name, usize, usize, Arc<str>)>,
+    /// (queue, position, pending job, reason); queue `q` of the config, or
+    /// `queues.len() + k` for the k-th queue the config lacks (see [`Cycle::into_plan`]).
+    waiting: Vec<(usize, usize, usize, Arc<str>)>,
     positions: Vec<usize>,
     /// Per strict_fifo queue whose head did not fit: the reason for everything behind it.
     blocked: Vec<Option<Arc<str>>>,
@@ -76,10 +78,10 @@ impl Cycle {
         let prio = st.snap.pending[j].priority;
         if let Some(reason) = &self.blocked[q] {
             let reason = reason.clone();
-            return self.wait(st, q, j, reason);
+            return self.wait(q, j, reason);
         }
         if let Some(bad) = st.pending_bad[j] {
-            return self.wait(st, q, j, format!("queue {}: {bad}", def.name).into());
+            return self.wait(q, j, format!("queue {}: {bad}", def.name).into());
         }
         self.row.clear();
         self.row.extend_from_slice(st.row(j));
@@ -90,12 +92,12 @@ impl Cycle {
                 let reason = last.reason.clone();
                 self.after_no_fit(st, q, j);
                 self.row = row;
-                return self.wait(st, q, j, reason);
+                return self.wait(q, j, reason);
             }
         }
         match assign::fit(st, q, &row, &mut self.sc) {
             Fit::Fits { node } => self.admit(st, q, j, &row, node),
-            Fit::Uncovered { res } => self.wait(st, q, j, explain::uncovered(st, q, res).into()),
+            Fit::Uncovered { res } => self.wait(q, j, explain::uncovered(st, q, res).into()),
             Fit::Nowhere => {
                 let mut why = None;
                 if def.preempt_lower_priority {
@@ -119,7 +121,7 @@ impl Cycle {
                 last.row.clear();
                 last.row.extend_from_slice(&row);
                 self.after_no_fit(st, q, j);
-                self.wait(st, q, j, reason);
+                self.wait(q, j, reason);
             }
         }
         self.row = row;
@@ -193,25 +195,37 @@ impl Cycle {
         self.sc.choice = choice;
     }
 
-    fn wait(&mut self, st: &State, q: usize, j: usize, reason: Arc<str>) {
+    fn wait(&mut self, q: usize, j: usize, reason: Arc<str>) {
         self.positions[q] += 1;
-        self.waiting.push((st.c.queues[q].name.clone(), self.positions[q], j, reason));
+        self.waiting.push((q, self.positions[q], j, reason));
     }
 
-    /// Step 5: the plan, waiting jobs sorted by queue then position.
+    /// Step 5: the plan, waiting jobs sorted by queue name then position.
     fn into_plan(mut self, st: &State, order: &Order) -> Plan {
         let pending = st.snap.pending;
-        for (queue, jobs) in &order.orphans {
+        let defined = st.c.queues.len();
+        for (k, (queue, jobs)) in order.orphans.iter().enumerate() {
             let reason: Arc<str> = format!("queue {queue} is not defined in the active config").into();
             for (i, &j) in jobs.iter().enumerate() {
-                self.waiting.push((pending[j].queue.clone(), i + 1, j, reason.clone()));
+                self.waiting.push((defined + k, i + 1, j, reason.clone()));
             }
         }
-        self.waiting.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        // Queues ranked by name once, so the sort compares numbers rather than names.
+        let names: Vec<&str> = st.c.queues.iter().map(|q| &*q.name).chain(order.orphans.keys().copied()).collect();
+        let mut by_name: Vec<usize> = (0..names.len()).collect();
+        by_name.sort_unstable_by_key(|&i| names[i]);
+        let mut rank = vec![0; names.len()];
+        for (r, &i) in by_name.iter().enumerate() {
+            rank[i] = r;
+        }
+        self.waiting.sort_unstable_by_key(|w| (rank[w.0], w.1));
         self.plan.pending = self
             .waiting
             .into_iter()
-            .map(|(queue, position, j, reason)| PendingInfo { job: pending[j].id.clone(), queue, position, reason })
+            .map(|(q, position, j, reason)| {
+                let queue = if q < defined { st.c.queues[q].name.clone() } else { pending[j].queue.clone() };
+                PendingInfo { job: pending[j].id.clone(), queue, position, reason }
+            })
             .collect();
         self.plan
     }

@@ -71,9 +71,10 @@ impl fmt::Display for Milli {
 /// Amounts per resource name (`cpu`, `gpu`, `memory_gb` or any custom name).
 ///
 /// Kept sorted by name with duplicates summed and zero amounts dropped, so `{cpu: 0}` is the
-/// same as `{}` — "requests no resources at all".
+/// same as `{}` — "requests no resources at all". Immutable once built, and shared: a clone
+/// (the admission loop offers every pending job's request to each cycle) copies no pairs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Resources(Vec<(Name, Milli)>);
+pub struct Resources(Arc<[(Name, Milli)]>);
 
 impl Resources {
     /// Builds from any `(name, amount)` pairs.
@@ -88,8 +89,7 @@ impl Resources {
             }
         }
         out.retain(|(_, a)| *a != Milli::ZERO);
-        out.shrink_to_fit();
-        Resources(out)
+        Resources(out.into())
     }
 
     /// Builds from whole units: `Resources::units(&[("cpu", 2), ("gpu", 1)])`.

@@ -90,10 +90,22 @@ impl<'a> State<'a> {
     pub fn build(snap: Snapshot<'a>) -> State<'a> {
         let c = snap.config;
         let mut names = c.resources.clone();
+        // Requests usually share their names' allocations (the admission loop's do), so a
+        // name at the address of the last one matched needs no comparison of text.
+        let mut last: Option<(*const u8, usize)> = None;
+        let mut find = |names: &[Name], n: &Name| -> Option<usize> {
+            if let Some((_, k)) = last.filter(|(at, _)| *at == n.as_ptr()) {
+                debug_assert_eq!(names[k], *n);
+                return Some(k);
+            }
+            let k = names.iter().position(|x| x == n)?;
+            last = Some((n.as_ptr(), k));
+            Some(k)
+        };
         let jobs = snap.pending.iter().map(|p| &p.request).chain(snap.running.iter().map(|j| &j.request));
         for req in jobs {
             for (n, _) in req.iter() {
-                if !names.iter().any(|x| x == n) {
+                if find(&names, n).is_none() {
                     names.push(n.clone());
                 }
             }
@@ -145,7 +157,7 @@ impl<'a> State<'a> {
                 if amount < Milli::ZERO {
                     pending_bad[i] = Some("requests a negative amount");
                 }
-                if let Some(k) = index(&names, name) {
+                if let Some(k) = find(&names, name) {
                     rows[i * r + k] = amount;
                 }
             }

@@ -98,11 +98,34 @@ pub enum Cmd {
 pub struct State {
     pub jobs: HashMap<Name, Live>,
     /// Position and reason of every waiting job, from the last cycle.
-    pub waiting: HashMap<Name, (u64, Arc<str>)>,
+    pub waiting: Waiting,
     pub compiled: Arc<Compiled>,
     pub config_version: i64,
     pub nodes: Vec<Node>,
     stages: HashMap<String, u32>,
+}
+
+/// Position (0: none) and reason of each job the last cycle left waiting. Written by every
+/// cycle and read only by inspections, so the index by job is built on the first read after
+/// a cycle, not by the cycle. Entries of jobs that have left `pending` since may remain:
+/// readers ask only about pending jobs.
+#[derive(Default)]
+pub struct Waiting {
+    list: Vec<(Name, u64, Arc<str>)>,
+    index: std::sync::OnceLock<HashMap<Name, usize>>,
+}
+
+impl Waiting {
+    fn new(list: Vec<(Name, u64, Arc<str>)>) -> Waiting {
+        Waiting { list, index: std::sync::OnceLock::new() }
+    }
+
+    /// The position and reason of one job.
+    pub fn get(&self, job: &str) -> Option<(u64, Arc<str>)> {
+        let index = self.index.get_or_init(|| self.list.iter().enumerate().map(|(i, w)| (w.0.clone(), i)).collect());
+        let (_, pos, why) = &self.list[*index.get(job)?];
+        Some((*pos, why.clone()))
+    }
 }
 
 /// The loop task's own data.
@@ -220,7 +243,7 @@ impl Loop {
         let config_rx = config.subscribe();
         let (started_tx, started_rx) = mpsc::unbounded_channel();
         Loop {
-            state: State { jobs: HashMap::new(), waiting: HashMap::new(), compiled, config_version, nodes, stages: HashMap::new() },
+            state: State { jobs: HashMap::new(), waiting: Waiting::default(), compiled, config_version, nodes, stages: HashMap::new() },
             store,
             backends,
             settings,
@@ -623,16 +646,14 @@ impl Loop {
                 started_at_ms: l.row.admitted_at_us.unwrap_or(0) / 1000,
             });
         }
-        // Stage limits: offer the engine only as many of a stage's jobs as it may still run,
-        // the stage's first ones in queue order.
-        let mut pending: Vec<&Live> = self.state.jobs.values().filter(|l| l.row.state == JobState::Pending).collect();
-        pending.sort_by(|a, b| {
-            b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key))
-        });
+        // The engine orders what it is offered itself (whatever the input order), so only
+        // the jobs of capped stages are sorted here: each such stage offers only as many of
+        // its jobs as it may still run, its first ones in queue order.
         let mut held_back: Vec<(Name, String)> = Vec::new();
         let mut next_retry = self.next_retry;
-        let mut offered = Vec::with_capacity(pending.len());
-        for l in pending {
+        let mut offered = Vec::new();
+        let mut staged: Vec<&Live> = Vec::new();
+        for l in self.state.jobs.values().filter(|l| l.row.state == JobState::Pending) {
             if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
                 next_retry = Some(next_retry.map_or(t, |n: i64| n.min(t)));
                 let why = l.row.reason.clone().unwrap_or_default();
@@ -643,24 +664,25 @@ impl Loop {
                     format!("retry {} of {} in {left:.1} s ({why})", l.row.retries, l.row.spec.max_retries)
                 };
                 held_back.push((l.key.clone(), msg));
+            } else if l.row.stage_id.as_ref().is_some_and(|s| self.state.stages.get(s).is_some_and(|&cap| cap > 0)) {
+                staged.push(l);
+            } else {
+                offered.push(pending_job(l));
+            }
+        }
+        staged.sort_by(|a, b| {
+            b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key))
+        });
+        for l in staged {
+            let stage = l.row.stage_id.as_deref().unwrap_or_default();
+            let cap = self.state.stages.get(stage).copied().unwrap_or(0);
+            let held = held_by_stage.entry(stage).or_default();
+            if *held >= cap {
+                held_back.push((l.key.clone(), format!("its stage runs at most {cap} jobs at once, and {cap} are running")));
                 continue;
             }
-            if let Some(stage) = &l.row.stage_id {
-                let cap = self.state.stages.get(stage).copied().unwrap_or(0);
-                let held = held_by_stage.entry(stage.as_str()).or_default();
-                if cap > 0 && *held >= cap {
-                    held_back.push((l.key.clone(), format!("its stage runs at most {cap} jobs at once, and {cap} are running")));
-                    continue;
-                }
-                *held += 1;
-            }
-            offered.push(PendingJob {
-                id: l.key.clone(),
-                queue: l.queue.clone(),
-                priority: l.row.priority,
-                request: l.request.clone(),
-                enqueued_at_ms: l.row.enqueued_at_us / 1000,
-            });
+            *held += 1;
+            offered.push(pending_job(l));
         }
         self.next_retry = next_retry;
         let snapshot = Snapshot { now_ms, config: &self.state.compiled, nodes: &self.state.nodes, running: &running, pending: &offered };
@@ -736,11 +758,9 @@ impl Loop {
             batch.touch(&a.job);
             starts.push(a.job.clone());
         }
-        let mut waiting: HashMap<Name, (u64, Arc<str>)> = plan.pending.into_iter().map(|p| (p.job, (p.position as u64, p.reason))).collect();
-        for (key, why) in held_back.into_iter().chain(capped) {
-            waiting.insert(key, (0, why.into()));
-        }
-        self.state.waiting = waiting;
+        let mut waiting: Vec<(Name, u64, Arc<str>)> = plan.pending.into_iter().map(|p| (p.job, p.position as u64, p.reason)).collect();
+        waiting.extend(held_back.into_iter().chain(capped).map(|(key, why)| (key, 0, why.into())));
+        self.state.waiting = Waiting::new(waiting);
         starts
     }
 
@@ -911,7 +931,6 @@ impl Loop {
         for key in batch.touched.drain(..) {
             if self.state.jobs.get(&key).is_some_and(|l| l.row.state.is_terminal()) {
                 self.state.jobs.remove(&key);
-                self.state.waiting.remove(&key);
                 self.backend_waits.remove(&key);
             }
         }
@@ -1075,6 +1094,11 @@ fn ray_selector_value(m: &MatchExpression) -> Option<String> {
         Operator::NotIn => Some(format!("!in({})", values.join(","))),
         Operator::Exists | Operator::DoesNotExist => None,
     }
+}
+
+/// What the engine is offered for a pending job.
+fn pending_job(l: &Live) -> PendingJob {
+    PendingJob { id: l.key.clone(), queue: l.queue.clone(), priority: l.row.priority, request: l.request.clone(), enqueued_at_ms: l.row.enqueued_at_us / 1000 }
 }
 
 fn job_event(now: i64, kind: &'static str, live: &Live, message: String) -> NewEvent {

@@ -404,7 +404,7 @@ impl Runtime {
         let mut job = row.to_job();
         if job.state == JobState::Pending {
             let key = id.to_string();
-            if let Some((pos, why)) = self.ask(move |s| s.waiting.get(key.as_str()).cloned()).await? {
+            if let Some((pos, why)) = self.ask(move |s| s.waiting.get(key.as_str())).await? {
                 job.position = (pos > 0).then_some(pos);
                 job.reason = Some(why.to_string());
             }
@@ -419,7 +419,7 @@ impl Runtime {
         let mut page = self.store.list(filter, cursor, limit).await?;
         let ids: Vec<String> = page.jobs.iter().filter(|j| j.state == JobState::Pending).map(|j| j.id.clone()).collect();
         if !ids.is_empty() {
-            let infos = self.ask(move |s| ids.iter().map(|id| s.waiting.get(id.as_str()).cloned()).collect::<Vec<_>>()).await?;
+            let infos = self.ask(move |s| ids.iter().map(|id| s.waiting.get(id.as_str())).collect::<Vec<_>>()).await?;
             let mut infos = infos.into_iter();
             for job in page.jobs.iter_mut().filter(|j| j.state == JobState::Pending) {
                 if let Some(Some((pos, why))) = infos.next() {
@@ -705,7 +705,7 @@ fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
             let mut pending: Vec<QueuedJob> = waiting
                 .iter()
                 .map(|l| {
-                    let (pos, why) = s.waiting.get(&l.key).cloned().unwrap_or((0, Arc::from("waiting for the next admission cycle")));
+                    let (pos, why) = s.waiting.get(&l.key).unwrap_or((0, Arc::from("waiting for the next admission cycle")));
                     QueuedJob {
                         id: l.row.id.clone(),
                         name: l.row.name.clone(),

@@ -2,7 +2,7 @@
 
 use app::jobs::JobRequest;
 
-use crate::engine::{Milli, Resources};
+use crate::engine::{Milli, Name, Resources};
 
 /// Longest accepted name, label key or value, env var name.
 const MAX_NAME: usize = 256;
@@ -102,9 +102,17 @@ pub fn check(req: &JobRequest) -> Result<Resources, String> {
         if amount > MAX_AMOUNT {
             return Err(format!("{path}: at most {MAX_AMOUNT}, got {amount}"));
         }
-        pairs.push((name.to_string(), Milli::from_f64(amount).unwrap_or(Milli::ZERO)));
+        pairs.push((shared_name(name), Milli::from_f64(amount).unwrap_or(Milli::ZERO)));
     }
     Ok(Resources::new(pairs))
+}
+
+/// A resource's name; the standard ones are one allocation shared by every request, which
+/// lets the engine match them by address (see `engine::state`).
+fn shared_name(name: &str) -> Name {
+    static STANDARD: std::sync::OnceLock<[Name; 3]> = std::sync::OnceLock::new();
+    let standard = STANDARD.get_or_init(|| ["cpu".into(), "gpu".into(), "memory_gb".into()]);
+    standard.iter().find(|n| &***n == name).cloned().unwrap_or_else(|| name.into())
 }
 
 fn text(path: &str, s: &str, max: usize) -> Result<(), String> {
