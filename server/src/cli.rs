@@ -197,6 +197,10 @@ pub struct ServeArgs {
     /// that would pass 50 requests a second to the cluster).
     #[arg(long, default_value_t = 100)]
     pub ray_poll_ms: u64,
+    /// How often each Ray cluster's node list and usage report are read, in milliseconds
+    /// (at least 500). Ray's usage report itself lags by about 5 s.
+    #[arg(long, default_value_t = 2000)]
+    pub ray_nodes_ms: u64,
     /// Leave finished jobs in Ray. By default Berth saves a finished run's log (its last
     /// 8 MiB) and Ray's record in the data dir and deletes the job from Ray, whose history
     /// of finished jobs otherwise grows until the cluster restarts.

@@ -159,6 +159,7 @@ fn ray_configs(args: &ServeArgs) -> Result<Vec<RayConfig>> {
         cfg.token = tokens.remove(name).or_else(|| std::env::var(&env).ok()).filter(|t| !t.is_empty());
         cfg.max_in_flight = args.ray_max_in_flight;
         cfg.poll_interval = std::time::Duration::from_millis(args.ray_poll_ms.max(50));
+        cfg.nodes_interval = std::time::Duration::from_millis(args.ray_nodes_ms.max(500));
         if !args.ray_keep_finished {
             cfg.keep_dir = Some(std::path::absolute(&args.data_dir).with_context(|| format!("--data-dir `{}`", args.data_dir.display()))?);
         }

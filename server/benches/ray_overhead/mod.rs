@@ -26,6 +26,11 @@
 //! "job in Ray" the median from submission to end as Ray recorded them, which shows how
 //! loaded the machine was during each run.
 //!
+//! `BERTH_BENCH_RAY_ONLY=paced` runs 3 and 4 alone (the time ratio), and
+//! `BERTH_BENCH_RAY_ARGS` adds server flags to Berth's runs (e.g. `--ray-nodes-ms 5000`), for
+//! comparing settings. The CPU column is the machine's busy CPU time per job while each
+//! runner's chunks ran (Berth's server included), and that of Ray's dashboard process.
+//!
 //! `BERTH_BENCH_RAY_UNGATED=1` adds a flood of jobs that ask Ray for no resources (what a
 //! script that sets none sends): Ray starts all their supervisors at once (about 100 MB
 //! each), which is where a flood costs memory. Off by default: 200 of them need several GB;
@@ -40,6 +45,30 @@ const FIRST_POLL: Duration = Duration::from_millis(500);
 
 /// Berth's default `--ray-max-in-flight`.
 const BERTH_CAP: usize = 20;
+
+/// CPU seconds so far: the whole machine's busy time (`/proc/stat`) and Ray's dashboard
+/// process's (the one that serves every Jobs API request and runs Ray's job manager).
+fn cpu_counters() -> (f64, f64) {
+    let machine = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
+        let f: Vec<f64> = s.lines().next()?.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+        // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+        Some((f.iter().sum::<f64>() - f.get(3)? - f.get(4)?) / 100.0)
+    });
+    let mut dashboard = 0.0;
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for entry in dir.flatten() {
+            let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else { continue };
+            if !String::from_utf8_lossy(&cmd).contains("dashboard/dashboard.py") {
+                continue;
+            }
+            let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            let f: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+            dashboard += f.get(11).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0) / 100.0
+                + f.get(12).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+        }
+    }
+    (machine.unwrap_or(0.0), dashboard)
+}
 
 /// One way of running the jobs, measured.
 struct Run {
@@ -56,6 +85,8 @@ struct Run {
     gap_ms: Option<f64>,
     /// Median submission-to-end in Ray, s.
     in_ray: f64,
+    /// CPU seconds per job while this runner ran: the machine's and the dashboard's.
+    cpu: Option<(f64, f64)>,
 }
 
 /// Epoch milliseconds now.
@@ -174,6 +205,7 @@ async fn flood(url: &str, n: usize, ungated: bool) -> Run {
         peak,
         gap_ms: None,
         in_ray: in_ray(&jobs),
+        cpu: None,
     }
 }
 
@@ -273,7 +305,7 @@ async fn settle(http: &reqwest::Client, url: &str, server: &Server) {
 /// the memory comparison with the floods. Also how many of its jobs Ray still lists at the
 /// end (Berth deletes ended ones once it has their logs).
 async fn berth_alone(url: &str, n: usize, cpus: f64, slots: usize) -> (Run, usize) {
-    let server = Server::start("ray-alone", &["--no-local", "--ray", &format!("ray={url}")]).await;
+    let server = Server::start("ray-alone", &berth_args(url).iter().map(String::as_str).collect::<Vec<_>>()).await;
     server.apply(&one_queue(cpus as u32)).await;
     let watch = PeakWatch::start();
     let (wall, ids) = berth_chunk(&server, n).await;
@@ -295,8 +327,16 @@ async fn berth_alone(url: &str, n: usize, cpus: f64, slots: usize) -> (Run, usiz
         peak,
         gap_ms: slot_gap([records.iter().collect()], slots),
         in_ray: in_ray(&records),
+        cpu: None,
     };
     (run, left_in_ray)
+}
+
+/// Berth's flags for the runs here: `--no-local --ray ray=URL` and `BERTH_BENCH_RAY_ARGS`.
+fn berth_args(url: &str) -> Vec<String> {
+    let mut args = vec!["--no-local".to_string(), "--ray".into(), format!("ray={url}")];
+    args.extend(std::env::var("BERTH_BENCH_RAY_ARGS").unwrap_or_default().split_whitespace().map(String::from));
+    args
 }
 
 /// Ray's final records of Berth's runs, as Berth kept them (`data/runs/{job}-r1/ray.json`)
@@ -313,15 +353,17 @@ fn kept_records<'a>(server: &Server, ids: impl IntoIterator<Item = &'a String>) 
 async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (Run, Run, f64, f64) {
     let http = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
     let prefix = format!("paced-{}-", std::process::id());
-    let server = Server::start("ray", &["--no-local", "--ray", &format!("ray={url}")]).await;
+    let server = Server::start("ray", &berth_args(url).iter().map(String::as_str).collect::<Vec<_>>()).await;
     server.apply(&one_queue(cpus as u32)).await;
     let (mut direct_s, mut berth_s, mut direct_peak, mut berth_peak) = (0.0, 0.0, 0.0f64, 0.0f64);
+    let mut per_job = [(0.0, 0.0); 2];
     let chunk = n / rounds;
     let mut berth_chunks: Vec<Vec<String>> = Vec::new();
     for r in 0..rounds {
         for side in [r % 2, 1 - r % 2] {
             settle(&http, url, &server).await;
             let watch = PeakWatch::start();
+            let before = cpu_counters();
             if side == 0 {
                 direct_s += direct_chunk(&http, url, &prefix, r * chunk..(r + 1) * chunk, slots).await;
                 direct_peak = direct_peak.max(watch.stop());
@@ -331,6 +373,9 @@ async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (
                 berth_chunks.push(ids);
                 berth_peak = berth_peak.max(watch.stop());
             }
+            let after = cpu_counters();
+            per_job[side].0 += (after.0 - before.0) / chunk as f64 / rounds as f64;
+            per_job[side].1 += (after.1 - before.1) / chunk as f64 / rounds as f64;
         }
     }
     let direct_jobs = ray_jobs(&http, url, &prefix).await;
@@ -346,6 +391,7 @@ async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (
         peak: direct_peak,
         gap_ms: slot_gap((0..rounds).map(|r| direct_jobs.iter().filter(|j| chunk_of(j, &prefix).is_some_and(|i| i / chunk == r)).collect()), slots),
         in_ray: in_ray(&direct_jobs),
+        cpu: Some(per_job[0]),
     };
     let jobs = server.all_jobs().await;
     let mut failed = BTreeMap::new();
@@ -365,6 +411,7 @@ async fn paced(url: &str, n: usize, cpus: f64, slots: usize, rounds: usize) -> (
             slots,
         ),
         in_ray: in_ray(&berth_jobs),
+        cpu: Some(per_job[1]),
     };
     (direct, berth, cpu, rss)
 }
@@ -384,30 +431,36 @@ pub async fn run(url: &str) {
     let slots = (cpus as usize).clamp(1, BERTH_CAP);
     let ungated = std::env::var("BERTH_BENCH_RAY_UNGATED").is_ok_and(|v| !v.is_empty() && v != "0");
 
+    // BERTH_BENCH_RAY_ONLY=paced runs only the taking-turns comparison (the time ratio).
+    let only_paced = std::env::var("BERTH_BENCH_RAY_ONLY").is_ok_and(|v| v == "paced");
     restart_ray();
     let idle = ray_pss_mb();
-    let flooded = flood(url, n, false).await;
-    let wild = if ungated {
-        restart_ray();
-        Some(flood(url, n, true).await)
+    let (flooded, wild, alone) = if only_paced {
+        (None, None, None)
     } else {
-        None
+        let flooded = flood(url, n, false).await;
+        let wild = if ungated {
+            restart_ray();
+            Some(flood(url, n, true).await)
+        } else {
+            None
+        };
+        restart_ray();
+        (Some(flooded), wild, Some(berth_alone(url, n, cpus, slots).await))
     };
-    restart_ray();
-    let (alone, left_in_ray) = berth_alone(url, n, cpus, slots).await;
     restart_ray();
     let (direct, through, cpu, rss) = paced(url, n, cpus, slots, rounds).await;
 
     println!("\n## Ray: {n} no-op jobs (1 CPU each) on a {cpus}-CPU head: Berth's overhead over Ray's Jobs API");
     println!(
-        "{:<36} | {:>9} | {:>11} | {:>9} | {:>9} | {:>10} | {:>13} | failed",
-        "runner", "in flight", "time", "succeeded", "slot gap", "job in Ray", "head PSS peak"
+        "{:<36} | {:>9} | {:>11} | {:>9} | {:>9} | {:>10} | {:>13} | {:>17} | failed",
+        "runner", "in flight", "time", "succeeded", "slot gap", "job in Ray", "head PSS peak", "CPU/job: all, dash"
     );
-    println!("{}", "-".repeat(130));
-    for r in [Some(&flooded), wild.as_ref(), Some(&alone), Some(&direct), Some(&through)].into_iter().flatten() {
+    println!("{}", "-".repeat(150));
+    for r in [flooded.as_ref(), wild.as_ref(), alone.as_ref().map(|a| &a.0), Some(&direct), Some(&through)].into_iter().flatten() {
         let failed: Vec<String> = r.failed.iter().map(|(why, k)| format!("{k} {why}")).collect();
         println!(
-            "{:<36} | {:>9} | {:>9.1} s | {:>5} / {n} | {:>9} | {:>8.1} s | {:>10.0} MB | {}",
+            "{:<36} | {:>9} | {:>9.1} s | {:>5} / {n} | {:>9} | {:>8.1} s | {:>10.0} MB | {:>17} | {}",
             r.runner,
             r.in_flight,
             r.wall,
@@ -415,6 +468,7 @@ pub async fn run(url: &str) {
             r.gap_ms.map_or("-".into(), |g| format!("{g:.0} ms")),
             r.in_ray,
             r.peak,
+            r.cpu.map_or("-".into(), |(all, dash)| format!("{all:.2} s, {dash:.2} s")),
             if failed.is_empty() { "0".into() } else { failed.join(", ") }
         );
     }
@@ -430,15 +484,18 @@ pub async fn run(url: &str) {
         met(ratio <= 1.1),
         if all(&direct) && all(&through) { "" } else { "; NOT every job succeeded" },
     );
-    println!(
-        "head PSS peak, each on a fresh head: berth {:.0} MB vs direct flood {:.0} MB (target lower: {}){}",
-        alone.peak,
-        flooded.peak,
-        met(alone.peak < flooded.peak),
-        if all(&alone) { "" } else { "; NOT every Berth job succeeded" },
-    );
-    if let Some(w) = &wild {
-        println!("head PSS peak, fresh heads: berth {:.0} MB vs the flood asking no CPU {:.0} MB (lower: {})", alone.peak, w.peak, met(alone.peak < w.peak));
+    if let (Some(flooded), Some((alone, left_in_ray))) = (&flooded, &alone) {
+        println!(
+            "head PSS peak, each on a fresh head: berth {:.0} MB vs direct flood {:.0} MB (target lower: {}){}",
+            alone.peak,
+            flooded.peak,
+            met(alone.peak < flooded.peak),
+            if all(alone) { "" } else { "; NOT every Berth job succeeded" },
+        );
+        if let Some(w) = &wild {
+            println!("head PSS peak, fresh heads: berth {:.0} MB vs the flood asking no CPU {:.0} MB (lower: {})", alone.peak, w.peak, met(alone.peak < w.peak));
+        }
+        println!("Berth's jobs Ray still lists after the fresh-head run: {left_in_ray} of {n} (Berth keeps their logs and deletes them)");
     }
     println!(
         "head PSS peak, taking turns on one head ({} jobs by its end): berth {:.0} MB vs direct {:.0} MB",
@@ -446,6 +503,6 @@ pub async fn run(url: &str) {
         through.peak,
         direct.peak
     );
-    println!("Berth's jobs Ray still lists after the fresh-head run: {left_in_ray} of {n} (Berth keeps their logs and deletes them)");
+    println!("CPU/job: busy CPU of the whole machine (Berth's server included) and of Ray's dashboard process while each ran, per job");
     println!("idle head PSS {idle:.0} MB; berth server {cpu:.1} s CPU, peak RSS {rss:.0} MB");
 }
