@@ -1,7 +1,9 @@
 //! The database: one pool over SQLite or PostgreSQL, chosen by the URL, migrated on connect.
 //!
 //! Queries are written once in the SQL both engines accept (`$1` placeholders, `RETURNING`,
-//! `BIGINT` timestamps in microseconds), and run through sqlx's `Any` driver.
+//! `BIGINT` timestamps in microseconds), and run through sqlx's `Any` driver. The exception:
+//! multi-row statements use `?` on SQLite (see `runtime/store.rs`), which is quadratic in
+//! the number of `$N` parameters.
 
 use std::str::FromStr;
 

@@ -310,6 +310,12 @@ impl Compiled {
         self.queue_ids.contains_key(name)
     }
 
+    /// The config's own copy of a queue's name: jobs holding it share one allocation, and
+    /// the engine finds their queue by address.
+    pub fn queue_name(&self, name: &str) -> Option<&Name> {
+        self.queue_ids.get(name).map(|&q| &self.queues[q].name)
+    }
+
     /// Every (queue, flavor, covered resource) with its nominal quota, in config order.
     pub fn quota_cells(&self) -> Vec<QuotaCell> {
         let mut out = Vec::new();

@@ -26,9 +26,13 @@ impl<'a> Order<'a> {
         let pending = st.snap.pending;
         let mut per_queue: Vec<Vec<usize>> = vec![Vec::new(); st.c.queues.len()];
         let mut orphans: BTreeMap<&'a str, Vec<usize>> = BTreeMap::new();
+        // The admission loop's jobs share their queue's name with the config, so most are
+        // found by address, without hashing the name.
+        let queues = &st.c.queues;
+        let by_address = |name: &str| queues.iter().position(|q| std::ptr::eq(q.name.as_ptr(), name.as_ptr()));
         for (i, p) in pending.iter().enumerate() {
-            match st.c.queue_ids.get(&*p.queue) {
-                Some(&q) => per_queue[q].push(i),
+            match by_address(&p.queue).or_else(|| st.c.queue_ids.get(&*p.queue).copied()) {
+                Some(q) => per_queue[q].push(i),
                 None => orphans.entry(&*p.queue).or_default().push(i),
             }
         }

@@ -50,8 +50,9 @@ pub struct Live {
 }
 
 impl Live {
-    /// A live job from its stored row; `request` is recomputed from the spec.
-    pub fn from_row(row: JobRow) -> Live {
+    /// A live job from its stored row; `request` is recomputed from the spec, and the queue's
+    /// name is the config's copy when it has that queue.
+    pub fn from_row(row: JobRow, compiled: &Compiled) -> Live {
         let request = super::request::check(&row.spec).unwrap_or_default();
         let flavors = row
             .flavors
@@ -60,7 +61,10 @@ impl Live {
             .collect();
         Live {
             key: row.id.as_str().into(),
-            queue: row.queue.as_deref().unwrap_or("").into(),
+            queue: {
+                let q = row.queue.as_deref().unwrap_or("");
+                compiled.queue_name(q).cloned().unwrap_or_else(|| q.into())
+            },
             node: row.node.as_deref().map(Into::into),
             request,
             flavors,
@@ -284,7 +288,7 @@ impl Loop {
             if let Some(s) = &row.stage_id {
                 stage_ids.insert(s.clone());
             }
-            let live = Live::from_row(row);
+            let live = Live::from_row(row, &self.state.compiled);
             let key = live.key.clone();
             let holding = live.row.state.holds_quota();
             self.state.jobs.insert(key.clone(), live);
@@ -499,7 +503,7 @@ impl Loop {
             Cmd::Enqueue(rows) => {
                 for row in rows {
                     self.reroute_needed |= row.config_version != Some(self.state.config_version);
-                    let live = Live::from_row(row);
+                    let live = Live::from_row(row, &self.state.compiled);
                     self.state.jobs.insert(live.key.clone(), live);
                 }
                 self.dirty = true;
@@ -1033,16 +1037,31 @@ fn deadline_of(row: &JobRow) -> Option<i64> {
 }
 
 /// Used amount per (queue, flavor, resource), in milli-units, over holding jobs.
+///
+/// Called after every change, so it adds up by the names' addresses first: holding jobs
+/// share the config's allocations of them, so the map of names is built from the few
+/// distinct cells rather than from every job (equal names at different addresses are
+/// merged there).
 pub fn usage(state: &State) -> BTreeMap<(Name, Name, Name), i64> {
-    let mut out = BTreeMap::new();
+    let mut cells: Vec<(&Name, &Name, &Name, i64)> = Vec::new();
+    let mut at: HashMap<[usize; 3], usize> = HashMap::new();
     for l in state.jobs.values().filter(|l| l.row.state.holds_quota()) {
         for f in &l.flavors {
             for r in &f.resources {
-                let amount = l.request.get(r);
-                let cell = out.entry((l.queue.clone(), f.flavor.clone(), r.clone())).or_insert(0i64);
-                *cell = cell.saturating_add(amount.0);
+                let amount = l.request.get(r).0;
+                let key = [l.queue.as_ptr() as usize, f.flavor.as_ptr() as usize, r.as_ptr() as usize];
+                let i = *at.entry(key).or_insert_with(|| {
+                    cells.push((&l.queue, &f.flavor, r, 0));
+                    cells.len() - 1
+                });
+                cells[i].3 = cells[i].3.saturating_add(amount);
             }
         }
+    }
+    let mut out = BTreeMap::new();
+    for (q, f, r, amount) in cells {
+        let cell = out.entry((q.clone(), f.clone(), r.clone())).or_insert(0i64);
+        *cell = cell.saturating_add(amount);
     }
     out
 }
