@@ -7,7 +7,7 @@
 //! queue per cycle and sorts the heads. Same snapshot, same order, whatever the input order.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use super::state::State;
 
@@ -27,11 +27,10 @@ impl<'a> Order<'a> {
         let mut per_queue: Vec<Vec<usize>> = vec![Vec::new(); st.c.queues.len()];
         let mut orphans: BTreeMap<&'a str, Vec<usize>> = BTreeMap::new();
         // The admission loop's jobs share their queue's name with the config, so most are
-        // found by address, without hashing the name.
-        let queues = &st.c.queues;
-        let by_address = |name: &str| queues.iter().position(|q| std::ptr::eq(q.name.as_ptr(), name.as_ptr()));
+        // found by the name's address, without hashing or comparing its text.
+        let by_address: HashMap<usize, usize> = st.c.queues.iter().enumerate().map(|(q, d)| (d.name.as_ptr() as usize, q)).collect();
         for (i, p) in pending.iter().enumerate() {
-            match by_address(&p.queue).or_else(|| st.c.queue_ids.get(&*p.queue).copied()) {
+            match by_address.get(&(p.queue.as_ptr() as usize)).or_else(|| st.c.queue_ids.get(&*p.queue)).copied() {
                 Some(q) => per_queue[q].push(i),
                 None => orphans.entry(&*p.queue).or_default().push(i),
             }

@@ -1043,23 +1043,18 @@ fn deadline_of(row: &JobRow) -> Option<i64> {
 /// distinct cells rather than from every job (equal names at different addresses are
 /// merged there).
 pub fn usage(state: &State) -> BTreeMap<(Name, Name, Name), i64> {
-    let mut cells: Vec<(&Name, &Name, &Name, i64)> = Vec::new();
-    let mut at: HashMap<[usize; 3], usize> = HashMap::new();
+    let mut cells = HashMap::new();
     for l in state.jobs.values().filter(|l| l.row.state.holds_quota()) {
         for f in &l.flavors {
             for r in &f.resources {
-                let amount = l.request.get(r).0;
                 let key = [l.queue.as_ptr() as usize, f.flavor.as_ptr() as usize, r.as_ptr() as usize];
-                let i = *at.entry(key).or_insert_with(|| {
-                    cells.push((&l.queue, &f.flavor, r, 0));
-                    cells.len() - 1
-                });
-                cells[i].3 = cells[i].3.saturating_add(amount);
+                let cell = cells.entry(key).or_insert(((&l.queue, &f.flavor, r), 0i64));
+                cell.1 = cell.1.saturating_add(l.request.get(r).0);
             }
         }
     }
     let mut out = BTreeMap::new();
-    for (q, f, r, amount) in cells {
+    for ((q, f, r), amount) in cells.into_values() {
         let cell = out.entry((q.clone(), f.clone(), r.clone())).or_insert(0i64);
         *cell = cell.saturating_add(amount);
     }

@@ -354,9 +354,9 @@ impl JobStore {
     /// [`JobStore::update`] on SQLite as one multi-statement query (`BEGIN IMMEDIATE; UPDATE
     /// …; INSERT …; COMMIT`): one round trip to the connection's worker thread instead of
     /// one per statement, which was most of what the admission loop's commit cost. Its
-    /// parameters are `?`, which sqlx binds in turn across the statements. A failing statement leaves the
-    /// transaction open, so it is rolled back here before the connection goes back to the
-    /// pool (and the connection closed if even that fails).
+    /// parameters are `?`, which sqlx binds in turn across the statements. A failing
+    /// statement leaves the transaction open, so it is rolled back here before the
+    /// connection goes back to the pool (and the connection closed if even that fails).
     async fn update_in_one_trip(&self, now_us: i64, jobs: &[(&JobRow, bool)], events: &[NewEvent]) -> Result<()> {
         static UPDATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| anonymous(JOB_UPDATE));
         let mut sql = String::from("BEGIN IMMEDIATE;\n");
