@@ -53,16 +53,33 @@ pub const MAX_SPARES: usize = 64;
 /// Runs begun in one journal segment before the next one is begun.
 pub const SEGMENT_RUNS: usize = 4096;
 
-/// Runs the entrypoint in a subshell (so `exit 3` or `exec` in it still lets the code be
-/// recorded; a fork, not another exec of the shell), then appends the code to the run's
-/// journal segment (one short `O_APPEND` write: lines of concurrent runs never mix). The
-/// entrypoint comes in the environment, so it needs no quoting.
+/// Runs the entrypoint in the wrapper shell itself and appends its code to the run's journal
+/// segment from an `EXIT` trap (one short `O_APPEND` write: lines of concurrent runs never
+/// mix). The trap runs on `exit N` and at the end alike, so the usual entrypoint costs one
+/// shell and no fork. The entrypoint comes in the environment, so it needs no quoting.
 const WRAPPER: &str = r#"__berth_e=$BERTH_ENTRYPOINT __berth_j=$BERTH_JOURNAL __berth_k=$BERTH_RUN_KEY
+unset BERTH_ENTRYPOINT BERTH_JOURNAL BERTH_RUN_KEY
+trap 'echo "exit $__berth_k $?" >> "$__berth_j"' EXIT
+eval "$__berth_e""#;
+
+/// For an entrypoint that may replace the shell (`exec`) or set its own `EXIT` trap, either
+/// of which would lose the code: the entrypoint runs in a subshell (a fork), and the wrapper
+/// records the subshell's code.
+const WRAPPER_FORKED: &str = r#"__berth_e=$BERTH_ENTRYPOINT __berth_j=$BERTH_JOURNAL __berth_k=$BERTH_RUN_KEY
 unset BERTH_ENTRYPOINT BERTH_JOURNAL BERTH_RUN_KEY
 (eval "$__berth_e")
 __berth_code=$?
 echo "exit $__berth_k $__berth_code" >> "$__berth_j"
 exit "$__berth_code""#;
+
+/// The wrapper for an entrypoint: the forked one when the text could defeat the trap.
+fn wrapper_for(entrypoint: &str) -> &'static str {
+    if entrypoint.contains("exec") || entrypoint.contains("trap") {
+        WRAPPER_FORKED
+    } else {
+        WRAPPER
+    }
+}
 
 /// What the local backend offers and where it keeps runs.
 #[derive(Debug, Clone)]
@@ -187,8 +204,6 @@ impl LocalBackend {
         let Some(segment) = self.journal.begin(&key) else {
             return Err(BackendError::Failed(format!("run {key} was already started")));
         };
-        let runs = self.runs_dir();
-        fs::create_dir_all(&runs).map_err(|e| fail(&format!("creating {}", runs.display()), e))?;
         let work = match work {
             Some(w) => w,
             None => {
@@ -203,7 +218,7 @@ impl LocalBackend {
             let path = paths.log(stream);
             let file = match self.spares.take_file(&path) {
                 Some(f) => f,
-                None => open_log(&path).map_err(|e| fail(&format!("opening {}", path.display()), e))?,
+                None => open_log_in_dir(&path).map_err(|e| fail(&format!("opening {}", path.display()), e))?,
             };
             logs.push(file);
         }
@@ -211,7 +226,7 @@ impl LocalBackend {
 
         let mut cmd = tokio::process::Command::new("/bin/sh");
         cmd.arg("-c")
-            .arg(WRAPPER)
+            .arg(wrapper_for(&spec.entrypoint))
             .current_dir(&work)
             .envs(&spec.env_vars)
             .env("BERTH_JOB_ID", &*spec.run.job)
@@ -836,6 +851,18 @@ fn open_log(path: &Path) -> io::Result<File> {
     OpenOptions::new().create(true).append(true).open(path)
 }
 
+/// [`open_log`], making its directory first if it went missing (the backend makes it when
+/// it opens, so a start does not ask each time: an `mkdir` that fails costs a path walk).
+fn open_log_in_dir(path: &Path) -> io::Result<File> {
+    match open_log(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))?;
+            open_log(path)
+        }
+        other => other,
+    }
+}
+
 /// Keeps a log under `limit`: past it, its newest `limit` bytes (plus what arrives during the
 /// copy) become `{path}.1` and it starts again empty. Bytes written between the copy and the
 /// truncation, a few system calls, are lost.
@@ -1019,6 +1046,20 @@ mod tests {
             assert_eq!(b.journal.lookup(&run.key()).and_then(|r| r.exit), Some(code));
             b.stop(run.clone(), handle).await.expect("stopping a finished run");
             assert!(b.start(spec(job, entry)).await.is_err(), "a run starts once");
+        }
+    }
+
+    /// A restarted server reads a run's code from the journal, so every way an entrypoint
+    /// can end must leave its line there: plain, `exit`, `exec`, or with a trap of its own.
+    #[tokio::test]
+    async fn every_code_reaches_the_journal() {
+        let (b, mut rx) = backend(config("journal-codes"));
+        let cases = [("plain", "false", 1), ("exit", "echo x; exit 3", 3), ("exec", "exec sh -c 'exit 4'", 4), ("trap", "trap 'exit 5' EXIT; true", 5)];
+        for (job, entry, code) in cases {
+            b.start(spec(job, entry)).await.expect("start");
+            assert_eq!(next_exit(&mut rx).await.outcome, Outcome::Exited(code), "{entry}");
+            let recorded = b.journal.lookup(&RunId { job: job.into(), run: 1 }.key()).and_then(|r| r.exit);
+            assert_eq!(recorded, Some(code), "{entry}");
         }
     }
 
