@@ -4,6 +4,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
+use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use common::berth::{alive, eventually, peak_usage, Berth};
@@ -394,6 +395,42 @@ async fn kill_9_during_a_burst_loses_and_duplicates_nothing(backend: Backend) {
 
 
 
+/// The local backend starts a run before its admission is written (the journal records the
+/// start first). A server killed between the two leaves a run the database lists as pending:
+/// at restart one that ended counts as the job's run (not run again), and one still going is
+/// stopped and the job runs afresh under a new run id. Staged by hand: pending jobs, then
+/// journal lines as such a server leaves them.
+async fn runs_started_before_their_admission_was_written_are_found_at_restart(backend: Backend) {
+    let mut b = berth(backend).await;
+    b.apply(&CONFIG.replace("nominal_quota: 1}", "nominal_quota: 0}")).await;
+    let marker = b.dir.join("ran");
+    let running = b.submit(job("one", &format!("echo running >> {}", marker.display()))).await;
+    let ended = b.submit(job("one", &format!("echo ended >> {}", marker.display()))).await;
+    b.kill9();
+
+    let mut orphan = std::process::Command::new("sleep").arg("300").process_group(0).spawn().unwrap();
+    let pid = orphan.id() as i32;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let start: u64 = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(19).unwrap().parse().unwrap();
+    let journal = b.dir.join("data/runs/journal/999");
+    std::fs::write(&journal, format!("pid {running}-r1 {pid} {start}\npid {ended}-r1 999999999 1\nexit {ended}-r1 0\n")).unwrap();
+    b.spawn().await;
+
+    let stopped = eventually(SECS(10), || matches!(orphan.try_wait(), Ok(Some(_)))).await;
+    assert!(stopped, "the run the database missed is stopped; log:\n{}", b.log());
+    let done = b.wait_state(&ended, &["succeeded"], SECS(10)).await;
+    assert_eq!(done["runs"], 1, "{done}");
+    let waiting = b.job(&running).await;
+    assert_eq!((waiting["state"].as_str(), waiting["runs"].as_i64()), (Some("pending"), Some(1)), "{waiting}");
+    let requeued = b.events(&format!("job={running}&kind=requeued")).await;
+    assert!(requeued.iter().any(|e| e["message"].as_str().is_some_and(|m| m.contains("before its admission was written"))), "{requeued:?}");
+
+    b.apply(CONFIG).await;
+    let done = b.wait_state(&running, &["succeeded"], SECS(10)).await;
+    assert_eq!(done["runs"], 2, "the next run has a new id: {done}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), "running\n", "the ended run is not run again");
+}
+
 async fn config_changes_reach_pending_jobs_and_spare_running_ones(backend: Backend) {
     let b = berth(backend).await;
     let runner = b.submit(sleeper(&b, "one", "cfg-runner", 0)).await;
@@ -427,5 +464,6 @@ on_both_databases!(
     a_stage_respects_max_concurrent,
     the_mlumina_example_works,
     kill_9_during_a_burst_loses_and_duplicates_nothing,
+    runs_started_before_their_admission_was_written_are_found_at_restart,
     config_changes_reach_pending_jobs_and_spare_running_ones,
 );

@@ -20,9 +20,17 @@
 //! stops, replies. Anything else (starts, ends of runs) rides with the next transaction or
 //! is flushed within [`FLUSH_DELAY`]: a crash before that is safe, recovery asks the backend.
 //!
+//! One exception to step 1: a backend that records each run as it starts it (the local
+//! backend's journal, [`Backend::records_starts`]) gets its admissions at once, when the
+//! cycle stops nothing, and they ride with the next transaction too. A slot that frees is
+//! then refilled without waiting for a write. A crash in between leaves a run whose job the
+//! database lists as pending, and recovery finds it in the backend's records.
+//!
 //! After a restart, [`Loop::recover`] reloads every unfinished job and asks its backend to
 //! adopt `admitted` and `running` ones: alive → running again, ended → its outcome, never
-//! started → back to pending (no retry consumed).
+//! started → back to pending (no retry consumed). A run a recording backend began for a job
+//! still stored as pending counts as that job's run if it ended; if it is still going it is
+//! stopped (no admission accounts for it) and the job waits for its turn again.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
@@ -32,7 +40,7 @@ use app::config::{MatchExpression, Operator};
 use app::jobs::{FlavorUse, JobState};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::backend::{Adopted, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
+use super::backend::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
 use super::store::{JobRow, JobStore, NewEvent, NewSample};
 use super::{now_us, RuntimeError, Settings, Shared};
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
@@ -326,6 +334,15 @@ impl Loop {
                 }
             }
         }
+        let recording: Vec<Arc<dyn Backend>> = self.backends.iter().filter(|b| b.records_starts()).cloned().collect();
+        for backend in recording {
+            for run in backend.begun_runs() {
+                let unrecorded = self.state.jobs.get(&run.job).is_some_and(|l| l.row.state == JobState::Pending && run.run > l.row.runs);
+                if unrecorded {
+                    self.recover_unrecorded(&backend, run, now, &mut batch).await;
+                }
+            }
+        }
         for id in stage_ids {
             if let Ok(Some((status, _))) = self.store.stage(&id).await {
                 self.state.stages.insert(id, status.parallelism.max_concurrent);
@@ -336,6 +353,36 @@ impl Loop {
         }
         tracing::info!(jobs = self.state.jobs.len(), "admission loop recovered its jobs");
         Ok(())
+    }
+
+    /// A run its backend started while the database still lists its job as pending: the
+    /// server stopped before the admission was written. A run that ended counts as the job's
+    /// run; one still going is stopped (no admission accounts for what it holds) and the job
+    /// waits for its turn again, with no retry spent. Either way the next run gets a new id.
+    async fn recover_unrecorded(&mut self, backend: &Arc<dyn Backend>, run: RunId, now: i64, batch: &mut Batch) {
+        let key = run.job.clone();
+        let Some(live) = self.state.jobs.get_mut(&key) else { return };
+        live.row.runs = run.run;
+        batch.touch(&key);
+        let spec = self.start_spec(&self.state.jobs[&key]);
+        match backend.adopt(spec, None).await {
+            Adopted::NeverStarted => {}
+            Adopted::Running { handle } => {
+                if let Err(e) = backend.stop(run.clone(), handle).await {
+                    tracing::warn!(run = %run.key(), error = %e, "cannot stop a run the database missed");
+                }
+                let live = &self.state.jobs[&key];
+                let why = format!("run {} started as the server stopped, before its admission was written: stopped; back in its queue", run.key());
+                batch.events.push(job_event(now, "requeued", live, why));
+            }
+            Adopted::Ended(outcome) => {
+                let live = self.state.jobs.get_mut(&key).expect("checked above");
+                live.row.state = JobState::Running;
+                live.row.backend = Some(backend.name().to_string());
+                live.row.node = backend.nodes().first().map(|n| n.id.to_string());
+                self.end_run(&key, outcome, now, batch);
+            }
+        }
     }
 
     /// Runs until the command channel closes (the server shuts down).
@@ -432,6 +479,14 @@ impl Loop {
         if self.dirty {
             self.dirty = false;
             starts = self.decide(now, &mut batch);
+        }
+        if batch.stops.is_empty() {
+            // A backend that records its starts itself gets them at once, and their admission
+            // rides with a later commit: recovery finds a run the database missed in the
+            // backend's records (see `recover`). Victims are always stopped first.
+            let (first, rest): (Vec<Name>, Vec<Name>) = starts.into_iter().partition(|k| self.records_starts(k));
+            self.launch(first, &mut batch);
+            starts = rest;
         }
         let due = self.flush_at.is_some_and(|t| t <= tokio::time::Instant::now());
         if !starts.is_empty() || !batch.stops.is_empty() || !batch.replies.is_empty() || due {
@@ -766,6 +821,13 @@ impl Loop {
         waiting.extend(held_back.into_iter().chain(capped).map(|(key, why)| (key, 0, why.into())));
         self.state.waiting = Waiting::new(waiting);
         starts
+    }
+
+    /// Whether the backend a job was admitted to records its starts (see
+    /// [`Backend::records_starts`](super::backend::Backend::records_starts)).
+    fn records_starts(&self, key: &Name) -> bool {
+        let backend = self.state.jobs.get(key).and_then(|l| l.row.backend.as_deref());
+        backend.and_then(|b| self.backends.get(b)).is_some_and(|b| b.records_starts())
     }
 
     /// Hands this cycle's admissions, in order, to one task that starts them and reports

@@ -29,6 +29,13 @@ impl RunId {
     pub fn key(&self) -> String {
         format!("{}-r{}", self.job, self.run)
     }
+
+    /// The run a [`RunId::key`] names.
+    pub fn from_key(key: &str) -> Option<RunId> {
+        let (job, run) = key.rsplit_once("-r")?;
+        let run = run.parse().ok().filter(|r| *r > 0 && !run.starts_with('+'))?;
+        (!job.is_empty()).then(|| RunId { job: job.into(), run })
+    }
 }
 
 /// Everything a backend needs to start a run.
@@ -136,6 +143,18 @@ pub trait Backend: Send + Sync + 'static {
     fn max_in_flight(&self) -> Option<usize> {
         None
     }
+    /// True when the backend durably records each run it starts, before the run exists, and
+    /// lists them in [`Backend::begun_runs`] after a restart. The loop then starts a run
+    /// without waiting for its admission to be written: recovery finds any run the database
+    /// missed there.
+    fn records_starts(&self) -> bool {
+        false
+    }
+    /// Every run the backend's own records say it started and has not forgotten (see
+    /// [`Backend::records_starts`]).
+    fn begun_runs(&self) -> Vec<RunId> {
+        Vec::new()
+    }
     /// Whether [`Backend::forget_ended`] has anything to drop now.
     fn has_ended_runs(&self) -> bool {
         false
@@ -184,5 +203,19 @@ impl Registry {
     /// Every node of every backend.
     pub fn nodes(&self) -> Vec<Node> {
         self.backends.values().flat_map(|b| b.nodes()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunId;
+
+    #[test]
+    fn run_keys_name_their_run() {
+        let run = RunId { job: "j-0a1b-r2x".into(), run: 12 };
+        assert_eq!(RunId::from_key(&run.key()), Some(run));
+        for bad in ["j", "j-r", "j-rx", "-r1", "j-r0", "j-r+1", "j-r-1"] {
+            assert_eq!(RunId::from_key(bad), None, "{bad}");
+        }
     }
 }

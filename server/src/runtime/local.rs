@@ -385,6 +385,15 @@ impl Backend for LocalBackend {
         })
     }
 
+    /// The journal has a run's pid line before the loop hears of the start.
+    fn records_starts(&self) -> bool {
+        true
+    }
+
+    fn begun_runs(&self) -> Vec<RunId> {
+        self.journal.begun().iter().filter_map(|key| RunId::from_key(key)).collect()
+    }
+
     fn has_ended_runs(&self) -> bool {
         self.journal.has_old_segments()
     }
@@ -705,6 +714,12 @@ impl Journal {
         let seg = s.all.get_mut(&n)?;
         seg.refresh(&path);
         seg.runs.get(key).cloned()
+    }
+
+    /// Keys of the runs with a pid or exit line, in every segment.
+    fn begun(&self) -> Vec<String> {
+        let s = lock(&self.state);
+        s.all.values().flat_map(|seg| seg.runs.iter().filter(|(_, r)| r.pid.is_some() || r.exit.is_some()).map(|(k, _)| k.clone())).collect()
     }
 
     fn has_old_segments(&self) -> bool {
@@ -1061,6 +1076,9 @@ mod tests {
             let recorded = b.journal.lookup(&RunId { job: job.into(), run: 1 }.key()).and_then(|r| r.exit);
             assert_eq!(recorded, Some(code), "{entry}");
         }
+        let mut begun = b.begun_runs();
+        begun.sort();
+        assert_eq!(begun.iter().map(|r| (&*r.job, r.run)).collect::<Vec<_>>(), [("exec", 1), ("exit", 1), ("plain", 1), ("trap", 1)]);
     }
 
     #[tokio::test]
