@@ -336,7 +336,9 @@ impl Loop {
         }
         let recording: Vec<Arc<dyn Backend>> = self.backends.iter().filter(|b| b.records_starts()).cloned().collect();
         for backend in recording {
-            for run in backend.begun_runs() {
+            let mut begun = backend.begun_runs();
+            begun.sort(); // a job's runs in the order they began
+            for run in begun {
                 let unrecorded = self.state.jobs.get(&run.job).is_some_and(|l| l.row.state == JobState::Pending && run.run > l.row.runs);
                 if unrecorded {
                     self.recover_unrecorded(&backend, run, now, &mut batch).await;

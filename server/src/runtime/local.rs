@@ -11,7 +11,7 @@
 //! A start creates no file it can avoid, because creating an inode is most of what a start
 //! costs (ext4 without a journal scans past every recently deleted inode on each create; a
 //! directory costs several times a file). Hence the shared journal, and hence spares: a
-//! working directory or a log file that its run left empty moves to `runs/.spare/` (at most
+//! working directory or a log file that its run left empty becomes a later run's (at most
 //! [`MAX_SPARES`] of each) when the run ends, and a later run takes it with a rename. A log
 //! is only kept as a spare when nothing else has it open (a write lease says so), so no
 //! escaped process of an old run can write into a new run's log.
@@ -494,7 +494,9 @@ impl Watch {
 }
 
 /// Empty working directories and log files of ended runs, each to become a new run's by a
-/// rename (see the module doc).
+/// rename (see the module doc). A spare stays where its run left it until a start takes it:
+/// one rename per reuse. Those are known to this server only; `dir` holds the spares an
+/// older version left, read at start.
 #[derive(Debug)]
 struct Spares {
     dir: PathBuf,
@@ -560,10 +562,10 @@ impl Spares {
         None
     }
 
-    /// Keeps what an ended run left empty as spares: its working directory if it is as this
-    /// backend makes them, its logs if they were never rotated. Nothing is kept while some
-    /// process (escaped from the run's group) still has one of its logs open: it could also
-    /// still write into the working directory.
+    /// Keeps what an ended run left empty, where it is, as spares: its working directory if
+    /// it is as this backend makes them, its logs if they were never rotated. Nothing is kept
+    /// while some process (escaped from the run's group) still has one of its logs open: it
+    /// could also still write into the working directory.
     fn recycle(&self, paths: &Paths) {
         let mut empty = Vec::new();
         for log in [&paths.stdout, &paths.stderr] {
@@ -576,20 +578,18 @@ impl Spares {
             }
         }
         let same = self.made.is_some() && fs::symlink_metadata(&paths.work).is_ok_and(|m| m.is_dir() && Some(dir_identity(&m)) == self.made);
-        if same && lock(&self.dirs).len() < MAX_SPARES && is_empty_dir(&paths.work) {
-            let spare = self.name();
-            if fs::rename(&paths.work, &spare).is_ok() {
-                lock(&self.dirs).push(spare);
+        if same && is_empty_dir(&paths.work) {
+            let mut dirs = lock(&self.dirs);
+            if dirs.len() < MAX_SPARES {
+                dirs.push(paths.work.clone());
             }
         }
+        let mut files = lock(&self.files);
         for log in empty {
-            if lock(&self.files).len() >= MAX_SPARES {
+            if files.len() >= MAX_SPARES {
                 break;
             }
-            let spare = self.name();
-            if fs::rename(log, &spare).is_ok() {
-                lock(&self.files).push(spare);
-            }
+            files.push(log.clone());
         }
     }
 }
@@ -1177,51 +1177,59 @@ mod tests {
     #[tokio::test]
     async fn empty_working_dirs_and_logs_are_reused() {
         let (b, mut rx) = backend(config("spares"));
-        let spare_dir = b.config().data_dir.join("runs/.spare");
-        let spares = || {
-            let entries: Vec<PathBuf> = fs::read_dir(&spare_dir).expect("spare dir").flatten().map(|e| e.path()).collect();
-            (entries.iter().filter(|p| p.is_dir()).count(), entries.iter().filter(|p| p.is_file()).count())
+        let run = |job: &str| RunId { job: job.into(), run: 1 };
+        let files = |job: &str| {
+            let p = b.paths(&run(job));
+            [p.work.exists(), p.stdout.exists(), p.stderr.exists()]
         };
         // A run's leftovers become spares just after its exit is sent.
-        let settled = |want: (usize, usize)| async move {
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while spares() != want && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(10)).await;
+        let pool = b.spares.clone();
+        let spares = |n: (usize, usize)| {
+            let pool = pool.clone();
+            async move {
+                let count = || (lock(&pool.dirs).len(), lock(&pool.files).len());
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while count() != n && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                count()
             }
-            spares()
         };
-        let run = |job: &str| RunId { job: job.into(), run: 1 };
         b.start(spec("a", "true")).await.expect("start");
         next_exit(&mut rx).await;
-        assert_eq!(settled((1, 2)).await, (1, 2));
-        assert!(!b.work_dir(&run("a")).exists(), "an empty working dir is kept as a spare");
-        assert!(!b.paths(&run("a")).stdout.exists() && !b.paths(&run("a")).stderr.exists(), "so are empty logs");
-        assert_eq!(stdout(&b, "a", None).await, "", "a log given away reads as empty");
+        assert_eq!(spares((1, 2)).await, (1, 2), "a left its dir and both logs empty");
+        assert_eq!(files("a"), [true; 3], "spares stay where their run left them until taken");
         b.start(spec("b", "touch kept; ls")).await.expect("start");
         next_exit(&mut rx).await;
+        assert_eq!(files("a"), [false; 3], "b took a's dir and logs");
+        assert_eq!(stdout(&b, "a", None).await, "", "a log given away reads as empty");
         assert_eq!(stdout(&b, "b", None).await, "kept\n", "the spare dir was empty");
         assert!(b.work_dir(&run("b")).join("kept").exists(), "a working dir with files stays");
-        assert!(b.paths(&run("b")).stdout.exists(), "a log with output stays");
-        assert_eq!(settled((0, 1)).await, (0, 1), "b took the spares; its empty stderr is one again");
+        assert_eq!(spares((0, 1)).await, (0, 1), "b's empty stderr is a spare");
         b.start(spec("c", "chmod 700 .")).await.expect("start");
         next_exit(&mut rx).await;
-        assert_eq!(settled((0, 2)).await, (0, 2));
-        assert!(b.work_dir(&run("c")).exists(), "a working dir whose mode changed stays");
+        assert_eq!(spares((0, 2)).await, (0, 2), "a working dir whose mode changed is not a spare");
+        b.start(spec("d", "true")).await.expect("start");
+        next_exit(&mut rx).await;
+        assert_eq!(files("c"), [true, false, false], "d took c's logs, not its dir");
+        assert_eq!(spares((1, 2)).await, (1, 2));
         // A log that an escaped process still holds is not given to another run.
         b.start(spec("e", "setsid sleep 2 & sleep 0.5")).await.expect("start");
         next_exit(&mut rx).await;
-        assert!(b.paths(&run("e")).stdout.exists() && b.paths(&run("e")).stderr.exists(), "held logs stay");
-        assert!(b.work_dir(&run("e")).exists(), "and so does the working dir");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(spares((0, 0)).await, (0, 0), "e took d's leftovers and left none");
+        assert_eq!(files("e"), [true; 3], "held logs and their dir stay");
 
-        // A restart finds the spares left before it.
-        b.start(spec("d", "true")).await.expect("start");
-        next_exit(&mut rx).await;
-        assert_eq!(settled((1, 2)).await, (1, 2));
+        // A restart starts without this server's spares, and still takes those an older version
+        // left in runs/.spare.
+        let old = b.config().data_dir.join("runs/.spare/old");
+        fs::create_dir(&old).expect("an old spare dir");
         let (again, mut rx) = backend(b.config().clone());
-        again.start(spec("f", "pwd")).await.expect("start");
+        assert_eq!((lock(&again.spares.dirs).len(), lock(&again.spares.files).len()), (1, 0));
+        again.start(spec("g", "pwd")).await.expect("start");
         next_exit(&mut rx).await;
-        assert_eq!(settled((1, 1)).await.0, 1, "f's dir, left empty, replaced d's");
-        assert_eq!(again.adopt(spec("f", ""), None).await, Adopted::Ended(Outcome::Exited(0)));
+        assert!(!old.exists(), "g took the old spare dir");
+        assert_eq!(again.adopt(spec("g", ""), None).await, Adopted::Ended(Outcome::Exited(0)));
         assert_eq!(again.adopt(spec("d", ""), None).await, Adopted::Ended(Outcome::Exited(0)), "the journal of the first server is read");
     }
 
