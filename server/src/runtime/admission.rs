@@ -834,7 +834,9 @@ impl Loop {
 
     /// Hands this cycle's admissions, in order, to one task that starts them and reports
     /// each result ([`Started`]); the loop goes on meanwhile. Their `admitted` rows are
-    /// already committed, so a crash during the starts is recovered by adoption.
+    /// already committed, so a crash during the starts is recovered by adoption, except on a
+    /// backend that records its starts, whose admissions may still be in the batch: recovery
+    /// finds those runs in its records (see [`Loop::recover`]).
     fn launch(&mut self, keys: Vec<Name>, batch: &mut Batch) {
         let mut todo = Vec::with_capacity(keys.len());
         for key in keys {

@@ -143,10 +143,10 @@ pub trait Backend: Send + Sync + 'static {
     fn max_in_flight(&self) -> Option<usize> {
         None
     }
-    /// True when the backend durably records each run it starts, before the run exists, and
-    /// lists them in [`Backend::begun_runs`] after a restart. The loop then starts a run
-    /// without waiting for its admission to be written: recovery finds any run the database
-    /// missed there.
+    /// True when the backend records each run on disk as it starts it, before its start
+    /// returns, and lists them in [`Backend::begun_runs`] after a restart. The loop then
+    /// starts a run without waiting for its admission to be written: recovery finds any run
+    /// the database missed there.
     fn records_starts(&self) -> bool {
         false
     }

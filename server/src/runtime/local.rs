@@ -474,8 +474,9 @@ impl Watch {
         let recycle = self.paths.legacy.is_none() && !group_exists(self.proc.pid);
         let recycled = recycle && self.spares.recycle(&self.paths);
         let _ = self.exits.send(Exit { run: self.run, outcome });
-        // A log can look held for a moment after its run ended (one end in thirty, two runs
-        // at a time): ask again a few times, then leave it to an escaped process.
+        // Even with spawns kept apart, a log can look held for a moment after its run ended
+        // (a few ends in a hundred, two runs at a time): ask again a few times, then leave it
+        // to an escaped process.
         if recycle && !recycled {
             for ms in [1, 4, 16, 64] {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
@@ -519,7 +520,7 @@ struct Spares {
     files: Mutex<Vec<PathBuf>>,
     /// Held by a spawn and by the lease checks of [`Spares::recycle`]: a child copies all of
     /// the server's descriptors until it execs, so a log opened for its check during a spawn
-    /// would seem open elsewhere (one end in ten, in the throughput bench).
+    /// would seem open elsewhere.
     spawning: Mutex<()>,
     /// Names spares: this server's start time, then a count.
     stamp: u128,
@@ -582,6 +583,7 @@ impl Spares {
     /// it is as this backend makes them, its logs if they were never rotated. Nothing is kept
     /// while some process (escaped from the run's group) still has one of its logs open: it
     /// could also still write into the working directory.
+    ///
     /// False when a log is open elsewhere (nothing was kept).
     fn recycle(&self, paths: &Paths) -> bool {
         let mut empty = Vec::new();
@@ -1202,7 +1204,8 @@ mod tests {
             let p = b.paths(&run(job));
             [p.work.exists(), p.stdout.exists(), p.stderr.exists()]
         };
-        // A run's leftovers become spares just after its exit is sent.
+        // A run's leftovers are spares by the time its exit is sent (or soon after, when a
+        // log looked held for a moment).
         let pool = b.spares.clone();
         let spares = |n: (usize, usize)| {
             let pool = pool.clone();
@@ -1261,7 +1264,7 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         let (b, mut rx) = backend(config("churn"));
         let mut dirs = HashSet::new();
-        let mut start = |n: usize| {
+        let start = |n: usize| {
             let b = b.clone();
             async move {
                 b.start(spec(&format!("j{n}"), "true")).await.expect("start");
