@@ -52,8 +52,11 @@ pub struct Workload {
     pub unreadable: u64,
 }
 
-/// Reads the window's jobs from the store; `now_us` bounds runtimes of jobs still running.
+/// Reads the window's jobs from the store; `now_us`, or the window's end if that is earlier,
+/// bounds runtimes of jobs still running: a job is seen as it stood when the window closed,
+/// so the same window reads the same however much later it is asked again.
 pub async fn workload(store: &JobStore, span: Span, now_us: i64) -> Result<Workload, JobStoreError> {
+    let now_us = now_us.min(span.to_us);
     let mut w = Workload::default();
     let mut unknown: Vec<(usize, u64)> = Vec::new();
     let mut known: HashMap<Labels, Vec<i64>> = HashMap::new();
