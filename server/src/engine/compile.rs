@@ -316,6 +316,13 @@ impl Compiled {
         self.queue_ids.get(name).map(|&q| &self.queues[q].name)
     }
 
+    /// The queueing strategy of a queue whose ordering policy is fifo (its jobs are ordered
+    /// by priority, enqueue time and id alone); `None` for another policy or no such queue.
+    pub fn fifo_strategy(&self, queue: &str) -> Option<QueueingStrategy> {
+        let def = &self.queues[*self.queue_ids.get(queue)?];
+        (def.ordering.name == "fifo").then_some(def.strategy)
+    }
+
     /// Every (queue, flavor, covered resource) with its nominal quota, in config order.
     pub fn quota_cells(&self) -> Vec<QuotaCell> {
         let mut out = Vec::new();

@@ -44,9 +44,9 @@ struct Cycle {
     sc: Scratch,
     row: Vec<Milli>,
     plan: Plan,
-    /// (queue, position, pending job, reason); queue `q` of the config, or
+    /// (queue, position, pending job, reason, no room); queue `q` of the config, or
     /// `queues.len() + k` for the k-th queue the config lacks (see [`Cycle::into_plan`]).
-    waiting: Vec<(usize, usize, usize, Arc<str>)>,
+    waiting: Vec<(usize, usize, usize, Arc<str>, bool)>,
     positions: Vec<usize>,
     /// Per strict_fifo queue whose head did not fit: the reason for everything behind it.
     blocked: Vec<Option<Arc<str>>>,
@@ -78,10 +78,10 @@ impl Cycle {
         let prio = st.snap.pending[j].priority;
         if let Some(reason) = &self.blocked[q] {
             let reason = reason.clone();
-            return self.wait(q, j, reason);
+            return self.wait(q, j, reason, true);
         }
         if let Some(bad) = st.pending_bad[j] {
-            return self.wait(q, j, format!("queue {}: {bad}", def.name).into());
+            return self.wait(q, j, format!("queue {}: {bad}", def.name).into(), false);
         }
         self.row.clear();
         self.row.extend_from_slice(st.row(j));
@@ -92,12 +92,12 @@ impl Cycle {
                 let reason = last.reason.clone();
                 self.after_no_fit(st, q, j);
                 self.row = row;
-                return self.wait(q, j, reason);
+                return self.wait(q, j, reason, true);
             }
         }
         match assign::fit(st, q, &row, &mut self.sc) {
             Fit::Fits { node } => self.admit(st, q, j, &row, node),
-            Fit::Uncovered { res } => self.wait(q, j, explain::uncovered(st, q, res).into()),
+            Fit::Uncovered { res } => self.wait(q, j, explain::uncovered(st, q, res).into(), false),
             Fit::Nowhere => {
                 let mut why = None;
                 if def.preempt_lower_priority {
@@ -121,7 +121,7 @@ impl Cycle {
                 last.row.clear();
                 last.row.extend_from_slice(&row);
                 self.after_no_fit(st, q, j);
-                self.wait(q, j, reason);
+                self.wait(q, j, reason, true);
             }
         }
         self.row = row;
@@ -195,9 +195,9 @@ impl Cycle {
         self.sc.choice = choice;
     }
 
-    fn wait(&mut self, q: usize, j: usize, reason: Arc<str>) {
+    fn wait(&mut self, q: usize, j: usize, reason: Arc<str>, no_room: bool) {
         self.positions[q] += 1;
-        self.waiting.push((q, self.positions[q], j, reason));
+        self.waiting.push((q, self.positions[q], j, reason, no_room));
     }
 
     /// Step 5: the plan, waiting jobs sorted by queue name then position.
@@ -207,7 +207,7 @@ impl Cycle {
         for (k, (queue, jobs)) in order.orphans.iter().enumerate() {
             let reason: Arc<str> = format!("queue {queue} is not defined in the active config").into();
             for (i, &j) in jobs.iter().enumerate() {
-                self.waiting.push((defined + k, i + 1, j, reason.clone()));
+                self.waiting.push((defined + k, i + 1, j, reason.clone(), false));
             }
         }
         // Queues ranked by name once, so the sort compares numbers rather than names.
@@ -222,9 +222,9 @@ impl Cycle {
         self.plan.pending = self
             .waiting
             .into_iter()
-            .map(|(q, position, j, reason)| {
+            .map(|(q, position, j, reason, no_room)| {
                 let queue = if q < defined { st.c.queues[q].name.clone() } else { pending[j].queue.clone() };
-                PendingInfo { job: pending[j].id.clone(), queue, position, reason }
+                PendingInfo { job: pending[j].id.clone(), queue, position, reason, no_room }
             })
             .collect();
         self.plan

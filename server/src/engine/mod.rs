@@ -84,6 +84,7 @@ mod order;
 mod plan;
 pub mod policy;
 mod preempt;
+pub mod quick;
 mod resources;
 mod route;
 pub mod sim;

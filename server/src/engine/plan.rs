@@ -59,6 +59,11 @@ pub struct PendingInfo {
     /// One sentence per flavor tried, shown verbatim by the dashboard. Shared between jobs
     /// that wait for the very same reason.
     pub reason: Arc<str>,
+    /// It was tried and nothing fit (after preemption, where its queue preempts), or its
+    /// strict_fifo queue is blocked by such a job. Fitting only gets harder as a cycle goes
+    /// on (when it preempts no one), so a job of the same queue considered later, asking at
+    /// least as much of every resource at no higher priority, would not fit either.
+    pub no_room: bool,
 }
 
 impl Plan {

@@ -111,6 +111,18 @@ impl Resources {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// At least as much of every resource as `other` (both lists are sorted by name).
+    pub fn covers(&self, other: &Resources) -> bool {
+        if Arc::ptr_eq(&self.0, &other.0) {
+            return true;
+        }
+        let mut mine = self.0.iter().peekable();
+        other.0.iter().all(|(name, want)| {
+            while mine.next_if(|(n, _)| n < name).is_some() {}
+            mine.next_if(|(n, _)| n == name).is_some_and(|(_, have)| have >= want)
+        })
+    }
 }
 
 impl fmt::Display for Resources {

@@ -43,6 +43,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::backend::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
 use super::store::{JobRow, JobStore, NewEvent, NewSample};
 use super::{now_us, RuntimeError, Settings, Shared};
+use crate::engine::policy::QueueingStrategy;
+use crate::engine::quick::Cut;
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
 use crate::service::ConfigService;
 
@@ -125,19 +127,34 @@ pub struct State {
 pub struct Waiting {
     list: Vec<(Name, u64, Arc<str>)>,
     index: std::sync::OnceLock<HashMap<Name, usize>>,
+    /// What the quick cycles since the last full one said, newer than `list`.
+    recent: HashMap<Name, (u64, Arc<str>)>,
 }
 
 impl Waiting {
     fn new(list: Vec<(Name, u64, Arc<str>)>) -> Waiting {
-        Waiting { list, index: std::sync::OnceLock::new() }
+        Waiting { list, index: std::sync::OnceLock::new(), recent: HashMap::new() }
+    }
+
+    /// A quick cycle's entries: the jobs it offered and the ones it held back.
+    fn update(&mut self, entries: Vec<(Name, u64, Arc<str>)>) {
+        self.recent.extend(entries.into_iter().map(|(key, pos, why)| (key, (pos, why))));
     }
 
     /// The position and reason of one job.
     pub fn get(&self, job: &str) -> Option<(u64, Arc<str>)> {
+        if let Some((pos, why)) = self.recent.get(job) {
+            return Some((*pos, why.clone()));
+        }
         let index = self.index.get_or_init(|| self.list.iter().enumerate().map(|(i, w)| (w.0.clone(), i)).collect());
         let (_, pos, why) = &self.list[*index.get(job)?];
         Some((*pos, why.clone()))
     }
+}
+
+/// A pending job's place in a fifo queue, as the engine orders it.
+fn queue_order(l: &Live) -> (std::cmp::Reverse<i64>, i64, &str) {
+    engine::quick::fifo_rank(l.row.priority, l.row.enqueued_at_us / 1000, &l.key)
 }
 
 /// The loop task's own data.
@@ -187,6 +204,13 @@ pub struct Loop {
     /// [`Loop::forget_ended`]).
     diverged: bool,
     last_forget: Option<Instant>,
+    /// Something other than the start or end of a run changed: the next decision offers
+    /// every pending job (a full cycle). Runs starting and ending allow quick cycles.
+    explain_due: bool,
+    /// When the last full cycle ran.
+    explained_at: Option<Instant>,
+    /// When a full cycle refreshes what quick cycles left stale.
+    explain_at: Option<tokio::time::Instant>,
 }
 
 /// Longest wait before trying an unavailable backend again.
@@ -197,6 +221,13 @@ const FORGET_EVERY: Duration = Duration::from_secs(5);
 
 /// Longest a change nothing waits for stays unwritten.
 const FLUSH_DELAY: Duration = Duration::from_millis(20);
+
+/// Most jobs per fifo queue a quick cycle offers the engine (see [`engine::quick`]): enough
+/// that a cycle rarely admits them all, few enough to decide on in microseconds.
+const QUICK_OFFER: usize = 32;
+
+/// Longest a waiting job's position and reason lag behind, while quick cycles run.
+const EXPLAIN_EVERY: Duration = Duration::from_millis(250);
 
 /// Usage in milli-units per (queue, flavor, resource).
 type UsageCells = BTreeMap<(Name, Name, Name), i64>;
@@ -283,6 +314,9 @@ impl Loop {
             backend_waits: HashSet::new(),
             diverged: false,
             last_forget: None,
+            explain_due: true,
+            explained_at: None,
+            explain_at: None,
         }
     }
 
@@ -411,6 +445,11 @@ impl Loop {
                 Ok(()) = self.config_rx.changed() => self.reload_config().await,
                 _ = tick.tick() => ticked = true,
                 _ = tokio::time::sleep_until(self.flush_at.unwrap_or_else(tokio::time::Instant::now)), if self.flush_at.is_some() => {}
+                _ = tokio::time::sleep_until(self.explain_at.unwrap_or_else(tokio::time::Instant::now)), if self.explain_at.is_some() => {
+                    self.explain_at = None;
+                    self.explain_due = true;
+                    self.dirty = true;
+                }
             }
             // Take everything already waiting, so one cycle serves a burst.
             while let Ok(c) = self.cmds.try_recv() {
@@ -470,6 +509,9 @@ impl Loop {
                 self.end_run(&key, exit.outcome, now, &mut batch);
             }
         }
+        // What users change (jobs, priorities, the config) shows in every position at once:
+        // a full cycle. Quick cycles are exact whatever their cause (see `engine::quick`).
+        self.explain_due |= self.reroute_needed || cmds.iter().any(|c| !matches!(c, Cmd::Inspect(_) | Cmd::Stage { .. }));
         for cmd in cmds {
             self.command(cmd, now, &mut batch);
         }
@@ -710,10 +752,13 @@ impl Loop {
         // The engine orders what it is offered itself (whatever the input order), so only
         // the jobs of capped stages are sorted here: each such stage offers only as many of
         // its jobs as it may still run, its first ones in queue order.
+        let quick = !self.explain_due && self.explained_at.is_some_and(|t| t.elapsed() < EXPLAIN_EVERY);
+        let compiled = self.state.compiled.clone();
         let mut held_back: Vec<(Name, String)> = Vec::new();
         let mut next_retry = self.next_retry;
         let mut offered = Vec::new();
         let mut staged: Vec<&Live> = Vec::new();
+        let mut by_queue: Vec<(&Name, Vec<&Live>)> = Vec::new();
         for l in self.state.jobs.values().filter(|l| l.row.state == JobState::Pending) {
             if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
                 next_retry = Some(next_retry.map_or(t, |n: i64| n.min(t)));
@@ -727,8 +772,33 @@ impl Loop {
                 held_back.push((l.key.clone(), msg));
             } else if l.row.stage_id.as_ref().is_some_and(|s| self.state.stages.get(s).is_some_and(|&cap| cap > 0)) {
                 staged.push(l);
+            } else if quick {
+                match by_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &l.queue) || **q == l.queue) {
+                    Some((_, jobs)) => jobs.push(l),
+                    None => by_queue.push((&l.queue, vec![l])),
+                }
             } else {
                 offered.push(pending_job(l));
+            }
+        }
+        // A quick cycle offers only the first jobs of each long fifo queue, and is run again
+        // with every job when that could change its admissions (see `engine::quick`).
+        let mut cuts: Vec<Cut> = Vec::new();
+        let mut left_out: Vec<&Live> = Vec::new();
+        for (queue, mut jobs) in by_queue {
+            match compiled.fifo_strategy(queue) {
+                Some(strategy) if jobs.len() > QUICK_OFFER => {
+                    jobs.select_nth_unstable_by(QUICK_OFFER, |a, b| queue_order(a).cmp(&queue_order(b)));
+                    let rest = jobs.split_off(QUICK_OFFER);
+                    offered.extend(jobs.iter().map(|l| pending_job(l)));
+                    cuts.push(Cut {
+                        strict: strategy == QueueingStrategy::StrictFifo,
+                        offered: jobs.iter().map(|l| (&*l.key, &l.request)).collect(),
+                        rest: rest.iter().map(|l| &l.request).collect(),
+                    });
+                    left_out.extend(rest);
+                }
+                _ => offered.extend(jobs.into_iter().map(pending_job)),
             }
         }
         staged.sort_by(|a, b| {
@@ -746,10 +816,16 @@ impl Loop {
             offered.push(pending_job(l));
         }
         self.next_retry = next_retry;
-        let snapshot = Snapshot { now_ms, config: &self.state.compiled, nodes: &self.state.nodes, running: &running, pending: &offered };
         let t_engine = Instant::now();
-        let plan = engine::schedule(&snapshot);
-        tracing::debug!(pending = offered.len(), engine_us = t_engine.elapsed().as_micros() as u64, "engine cycle");
+        let mut plan = engine::schedule(&Snapshot { now_ms, config: &compiled, nodes: &self.state.nodes, running: &running, pending: &offered });
+        if !cuts.is_empty() && !engine::quick::exact(&cuts, &plan) {
+            cuts.clear();
+            offered.extend(left_out.drain(..).map(pending_job));
+            plan = engine::schedule(&Snapshot { now_ms, config: &compiled, nodes: &self.state.nodes, running: &running, pending: &offered });
+        }
+        let explained = cuts.is_empty();
+        drop(cuts);
+        tracing::debug!(pending = offered.len(), explained, engine_us = t_engine.elapsed().as_micros() as u64, "engine cycle");
         let version = self.state.config_version;
 
         for p in &plan.preemptions {
@@ -821,7 +897,17 @@ impl Loop {
         }
         let mut waiting: Vec<(Name, u64, Arc<str>)> = plan.pending.into_iter().map(|p| (p.job, p.position as u64, p.reason)).collect();
         waiting.extend(held_back.into_iter().chain(capped).map(|(key, why)| (key, 0, why.into())));
-        self.state.waiting = Waiting::new(waiting);
+        if explained {
+            self.state.waiting = Waiting::new(waiting);
+            self.explain_due = false;
+            self.explained_at = Some(Instant::now());
+            self.explain_at = None;
+        } else {
+            // The jobs a quick cycle left out keep what the last full cycle said of them.
+            self.state.waiting.update(waiting);
+            let last = self.explained_at.unwrap_or_else(Instant::now);
+            self.explain_at.get_or_insert(tokio::time::Instant::from_std(last + EXPLAIN_EVERY));
+        }
         starts
     }
 

@@ -9,4 +9,5 @@ mod props;
 mod route;
 mod schedule;
 mod preempt;
+mod quick;
 mod sim;

@@ -1,0 +1,126 @@
+//! Quick cycles on the admission loop's everyday shapes: which cuts are exact, and the
+//! `no_room` flag they rest on.
+
+use super::fixtures::*;
+use crate::engine::quick::{exact, Cut};
+use crate::engine::*;
+
+/// One best_effort (or strict) fifo queue `q` of `quota` CPUs on a 64-CPU node.
+fn one_queue(quota: i64, strict: bool) -> (Compiled, Vec<Node>) {
+    let mut q = queue("q").group(&["cpu"], &[("local", &[("cpu", quota)])]);
+    if strict {
+        q = q.strict();
+    }
+    (config().flavor("local", &[]).queue(q).compile(), vec![node("n").cap(&[("cpu", 64)])])
+}
+
+fn jobs(prefix: &str, n: usize, cpu: i64, from_ms: i64) -> Vec<PendingJob> {
+    (0..n).map(|i| pending(&format!("{prefix}{i:03}"), "q").req(&[("cpu", cpu)]).at(from_ms + i as i64)).collect()
+}
+
+/// The first `k` jobs offered (they are built in queue order), the rest cut.
+fn cut(pending: &[PendingJob], k: usize, strict: bool) -> Cut<'_> {
+    Cut {
+        strict,
+        offered: pending[..k].iter().map(|p| (&*p.id, &p.request)).collect(),
+        rest: pending[k..].iter().map(|p| &p.request).collect(),
+    }
+}
+
+fn plan_of(config: &Compiled, nodes: &[Node], running: &[RunningJob], pending: &[PendingJob]) -> Plan {
+    schedule(&Snapshot { now_ms: 0, config, nodes, running, pending })
+}
+
+fn runner(id: &str, cpu: i64) -> RunningJob {
+    running(id, "q").req(&[("cpu", cpu)]).on("local", "n")
+}
+
+#[test]
+fn a_full_queue_of_like_jobs_needs_only_its_head() {
+    let (config, nodes) = one_queue(2, false);
+    let pending = jobs("p", 40, 1, 0);
+    // One slot of two free: the head is admitted, the next offered job finds no room, and
+    // every job left out asks as much.
+    let running = [runner("r", 1)];
+    let quick = plan_of(&config, &nodes, &running, &pending[..8]);
+    assert_eq!(quick.admissions.len(), 1);
+    assert_eq!(&*quick.admissions[0].job, "p000");
+    assert!(quick.pending.iter().all(|p| p.no_room), "{:#?}", quick.pending);
+    assert!(exact(&[cut(&pending, 8, false)], &quick));
+    assert_eq!(quick.admissions, plan_of(&config, &nodes, &running, &pending).admissions);
+}
+
+#[test]
+fn a_smaller_job_left_out_calls_for_the_full_cycle() {
+    let (config, nodes) = one_queue(2, false);
+    // 40 jobs that cannot fit while `r` runs, then one that can.
+    let mut pending = jobs("big", 40, 2, 0);
+    pending.extend(jobs("small", 1, 1, 100));
+    let running = [runner("r", 1)];
+    let quick = plan_of(&config, &nodes, &running, &pending[..8]);
+    assert!(quick.admissions.is_empty());
+    assert!(!exact(&[cut(&pending, 8, false)], &quick));
+    let full = plan_of(&config, &nodes, &running, &pending);
+    assert_eq!(full.admissions.iter().map(|a| &*a.job).collect::<Vec<_>>(), ["small000"]);
+}
+
+#[test]
+fn a_blocked_strict_queue_blocks_whatever_is_left_out() {
+    let (config, nodes) = one_queue(2, true);
+    let mut pending = jobs("big", 40, 2, 0);
+    pending.extend(jobs("small", 1, 1, 100));
+    let running = [runner("r", 1)];
+    let quick = plan_of(&config, &nodes, &running, &pending[..8]);
+    assert!(quick.pending.iter().all(|p| p.no_room));
+    assert!(exact(&[cut(&pending, 8, true)], &quick));
+    assert!(plan_of(&config, &nodes, &running, &pending).admissions.is_empty());
+}
+
+#[test]
+fn a_queue_that_admits_all_it_was_offered_is_not_cut_short() {
+    let (config, nodes) = one_queue(32, false);
+    let pending = jobs("p", 40, 1, 0);
+    let quick = plan_of(&config, &nodes, &[], &pending[..8]);
+    assert_eq!(quick.admissions.len(), 8);
+    assert!(!exact(&[cut(&pending, 8, false)], &quick), "the jobs left out may fit too");
+}
+
+#[test]
+fn a_preemption_calls_for_the_full_cycle() {
+    let q = queue("q").group(&["cpu"], &[("local", &[("cpu", 2)])]).preemption(app::config::WithinQueuePreemption::LowerPriority);
+    let config = config().flavor("local", &[]).queue(q).compile();
+    let nodes = vec![node("n").cap(&[("cpu", 64)])];
+    let running = [runner("low", 2)];
+    let mut pending = vec![pending("urgent", "q").prio(5).req(&[("cpu", 2)])];
+    pending.extend(jobs("p", 40, 2, 0));
+    let quick = plan_of(&config, &nodes, &running, &pending[..8]);
+    assert_eq!(quick.preemptions.len(), 1);
+    assert!(!exact(&[cut(&pending, 8, false)], &quick));
+}
+
+#[test]
+fn only_jobs_that_found_no_room_say_so() {
+    let (config, nodes) = one_queue(2, false);
+    // Asks for a resource the queue does not cover: it waits, but not for room.
+    let pending = vec![
+        pending("gpu", "q").req(&[("cpu", 1), ("gpu", 1)]),
+        pending("fits", "q").req(&[("cpu", 2)]).at(1),
+        pending("late", "q").req(&[("cpu", 1)]).at(2),
+        pending("lost", "ghost").req(&[("cpu", 1)]),
+    ];
+    let plan = plan_of(&config, &nodes, &[], &pending);
+    let flags: Vec<(&str, bool)> = plan.pending.iter().map(|p| (&*p.job, p.no_room)).collect();
+    assert_eq!(flags, [("lost", false), ("gpu", false), ("late", true)]);
+}
+
+#[test]
+fn covers_compares_every_resource() {
+    let r = |pairs: &[(&str, i64)]| Resources::units(pairs);
+    assert!(r(&[("cpu", 2), ("gpu", 1)]).covers(&r(&[("cpu", 1)])));
+    assert!(r(&[("cpu", 1)]).covers(&r(&[("cpu", 1)])));
+    assert!(!r(&[("cpu", 1)]).covers(&r(&[("cpu", 2)])));
+    assert!(!r(&[("cpu", 4)]).covers(&r(&[("cpu", 1), ("gpu", 1)])));
+    assert!(r(&[("a", 1), ("cpu", 1), ("gpu", 1)]).covers(&r(&[("gpu", 1)])));
+    assert!(r(&[]).covers(&r(&[])));
+    assert!(!r(&[]).covers(&r(&[("cpu", 1)])));
+}
