@@ -2,9 +2,10 @@
 //!
 //! A run's files are in `data_dir/runs/`: `{key}.stdout` and `{key}.stderr`, and `{key}/`,
 //! the default working directory (for a run that names none). Its record is a line in the
-//! journal, `runs/journal/{n}`: the server appends `pid {key} {pid} {starttime}` after the
-//! spawn (the kernel's start time, so a reused pid is never signalled) and a wrapper shell
-//! around the entrypoint appends `exit {key} {code}`. The job writes its logs to those files
+//! journal, `runs/journal/{n}`: the server appends `pid {key} {pid} 0` after the spawn and
+//! a wrapper shell around the entrypoint appends `exit {key} {code}`. A reused pid is never
+//! signalled: the leader is known by the run key in the environment it started with (older
+//! versions wrote the kernel's start time in place of the 0, and still tell by that). The job writes its logs to those files
 //! itself (not through pipes to the server) and its code lands on disk, so a run survives a
 //! restart of the server and is adopted after it.
 //!
@@ -14,7 +15,9 @@
 //! working directory or a log file that its run left empty becomes a later run's (at most
 //! [`MAX_SPARES`] of each) when the run ends, and a later run takes it with a rename. A log
 //! is only kept as a spare when nothing else has it open (a write lease says so), so no
-//! escaped process of an old run can write into a new run's log.
+//! escaped process of an old run can write into a new run's log. When starts take spares
+//! faster than ends give them back (runs that write output), the blocking pool makes new
+//! ones ahead of need ([`SPARE_FLOOR`]), so the inode is rarely made on a start's path.
 //!
 //! The journal is cut into segments of [`SEGMENT_RUNS`] runs; a new server starts a new one.
 //! A segment is deleted once the database no longer lists any of its runs as unfinished (the
@@ -49,6 +52,10 @@ const KILL_WAIT: Duration = Duration::from_secs(2);
 
 /// Most spare working directories, and most spare log files, kept for reuse.
 pub const MAX_SPARES: usize = 64;
+
+/// Spare directories kept ready by default (and twice as many files): made in the background
+/// when starts take them faster than ended runs give them back, so a start rarely makes one.
+pub const SPARE_FLOOR: usize = 4;
 
 /// Runs begun in one journal segment before the next one is begun.
 pub const SEGMENT_RUNS: usize = 4096;
@@ -100,6 +107,8 @@ pub struct LocalConfig {
     pub log_limit_bytes: u64,
     /// A run's working dir must lie inside one of these (any, when empty).
     pub workdir_roots: Vec<PathBuf>,
+    /// Spare directories kept ready, and half the spare log files ([`SPARE_FLOOR`]).
+    pub spare_floor: usize,
 }
 
 impl LocalConfig {
@@ -119,6 +128,7 @@ impl LocalConfig {
             kill_grace: Duration::from_secs(5),
             log_limit_bytes: 64 * 1024 * 1024,
             workdir_roots: Vec::new(),
+            spare_floor: SPARE_FLOOR,
         }
     }
 }
@@ -143,7 +153,9 @@ fn hostname() -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Proc {
     pid: i32,
-    /// Field 22 of `/proc/{pid}/stat`: tells this process from a later one with its pid.
+    /// Field 22 of `/proc/{pid}/stat`, as older versions recorded it, to tell this process
+    /// from a later one with its pid. 0 (now always): its environment tells it, since it
+    /// holds the run's key (see [`leader_is`]); a start then reads nothing in `/proc`.
     start: u64,
 }
 
@@ -166,7 +178,8 @@ impl LocalBackend {
             cfg.data_dir = abs;
         }
         let runs = cfg.data_dir.join("runs");
-        let spares = Arc::new(Spares::open(runs.join(".spare")));
+        let spares = Arc::new(Spares::open(runs.join(".spare"), cfg.spare_floor));
+        spares.refill();
         let journal = Arc::new(Journal::open(runs.join("journal"), SEGMENT_RUNS));
         Arc::new(LocalBackend { cfg, exits, live: Arc::default(), spares, journal })
     }
@@ -223,6 +236,7 @@ impl LocalBackend {
             logs.push(file);
         }
         let (stderr, stdout) = (logs.pop().expect("two logs"), logs.pop().expect("two logs"));
+        self.spares.refill();
 
         let mut cmd = tokio::process::Command::new("/bin/sh");
         cmd.arg("-c")
@@ -245,18 +259,11 @@ impl LocalBackend {
         let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) else {
             return Err(BackendError::Failed(format!("run {key}: the process ended before it could be recorded")));
         };
-        // The child is not reaped before `wait`, so its stat is readable even if it already exited.
-        let recorded = read_stat(pid)
-            .ok_or_else(|| io::Error::other(format!("/proc/{pid}/stat is unreadable")))
-            .and_then(|stat| self.journal.record_pid(segment, &key, Proc { pid, start: stat.start }).map(|()| stat.start));
-        let start = match recorded {
-            Ok(start) => start,
-            Err(e) => {
-                let _ = signal_group(pid, libc::SIGKILL);
-                return Err(fail("recording the pid", e));
-            }
-        };
-        let proc = Proc { pid, start };
+        let proc = Proc { pid, start: 0 };
+        if let Err(e) = self.journal.record_pid(segment, &key, proc) {
+            let _ = signal_group(pid, libc::SIGKILL);
+            return Err(fail("recording the pid", e));
+        }
         self.lock_live().insert(spec.run.clone(), proc);
         tokio::spawn(self.watch(spec.run, paths, proc, None).run(Some(child)));
         Ok(pid.to_string())
@@ -276,7 +283,8 @@ impl LocalBackend {
         let Some(proc) = known.or_else(|| self.record(run).and_then(|(r, _)| r.pid)) else {
             return Ok(()); // never started: nothing to stop
         };
-        if !is_ours(proc) {
+        let key = run.key();
+        if !is_ours(proc, &key) {
             return Ok(());
         }
         match signal_group(proc.pid, libc::SIGTERM) {
@@ -287,7 +295,7 @@ impl LocalBackend {
         let grace = self.cfg.kill_grace;
         tokio::spawn(async move {
             tokio::time::sleep(grace).await;
-            if is_ours(proc) {
+            if is_ours(proc, &key) {
                 let _ = signal_group(proc.pid, libc::SIGKILL);
             }
         });
@@ -308,7 +316,7 @@ impl LocalBackend {
             Some(old) => old.read_legacy().exit,
             None => self.journal.lookup(&run.key()).and_then(|r| r.exit),
         };
-        if is_alive(proc) {
+        if is_alive(proc, &run.key()) {
             let handle = proc.pid.to_string();
             let new = self.lock_live().insert(run.clone(), proc).is_none();
             if new {
@@ -336,6 +344,7 @@ impl LocalBackend {
             adopted,
             grace: self.cfg.kill_grace,
             log_limit: self.cfg.log_limit_bytes,
+            rotated: Default::default(),
             exits: self.exits.clone(),
             live: self.live.clone(),
             spares: self.spares.clone(),
@@ -431,6 +440,8 @@ struct Watch {
     adopted: Option<ExitSource>,
     grace: Duration,
     log_limit: u64,
+    /// A log was rotated: its `.1` holds output, so it is no spare.
+    rotated: std::sync::atomic::AtomicBool,
     exits: UnboundedSender<Exit>,
     live: Arc<Mutex<HashMap<RunId, Proc>>>,
     spares: Arc<Spares>,
@@ -458,7 +469,7 @@ impl Watch {
             None => loop {
                 tick.tick().await;
                 self.bound_logs().await;
-                if !is_alive(self.proc) {
+                if !is_alive(self.proc, &self.run.key()) {
                     break match self.adopted.as_ref().and_then(ExitSource::exit) {
                         Some(code) => Outcome::Exited(code),
                         None => Outcome::Failed("process ended without recording an exit code (killed by a signal?)".into()),
@@ -466,24 +477,30 @@ impl Watch {
                 }
             },
         };
-        end_group(self.proc, self.grace).await;
+        end_group(self.proc, &self.run.key(), self.grace).await;
         self.bound_logs().await;
         self.live.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.run);
-        // Before the send: the start the exit lets in can take what this run left empty,
-        // instead of making new files (recycling renames nothing; it only checks).
+        // Before the send, so the start the exit lets in can take what this run left empty,
+        // unless a spawn is under way (lease checks wait for it): then the next start takes
+        // a spare kept ready (see `SPARE_FLOOR`), and the blocking pool recycles this run's
+        // after the send. A log can also look held for a moment after its run ended: ask
+        // again a few times, then leave it to an escaped process.
         let recycle = self.paths.legacy.is_none() && !group_exists(self.proc.pid);
-        let recycled = recycle && self.spares.recycle(&self.paths);
+        // Whether a `.1` may hold this run's output is known only for runs watched from
+        // their start.
+        let fresh = self.adopted.is_none() && !self.rotated.load(std::sync::atomic::Ordering::Relaxed);
+        let recycled = recycle && self.spares.try_recycle(&self.paths, fresh) == Some(true);
         let _ = self.exits.send(Exit { run: self.run, outcome });
-        // Even with spawns kept apart, a log can look held for a moment after its run ended
-        // (a few ends in a hundred, two runs at a time): ask again a few times, then leave it
-        // to an escaped process.
         if recycle && !recycled {
-            for ms in [1, 4, 16, 64] {
-                tokio::time::sleep(Duration::from_millis(ms)).await;
-                if self.spares.recycle(&self.paths) {
-                    break;
+            let (spares, paths) = (self.spares, self.paths);
+            tokio::task::spawn_blocking(move || {
+                for ms in [0, 1, 4, 16, 64] {
+                    std::thread::sleep(Duration::from_millis(ms));
+                    if spares.recycle(&paths, fresh) {
+                        break;
+                    }
                 }
-            }
+            });
         }
     }
 
@@ -495,6 +512,7 @@ impl Watch {
             if fs::metadata(&path).map_or(true, |m| m.len() <= limit) {
                 continue;
             }
+            self.rotated.store(true, std::sync::atomic::Ordering::Relaxed);
             let rotated = tokio::task::spawn_blocking({
                 let path = path.clone();
                 move || rotate(&path, limit)
@@ -522,14 +540,18 @@ struct Spares {
     /// the server's descriptors until it execs, so a log opened for its check during a spawn
     /// would seem open elsewhere.
     spawning: Mutex<()>,
+    /// Spare directories made ahead (see [`SPARE_FLOOR`]).
+    floor: usize,
     /// Names spares: this server's start time, then a count.
     stamp: u128,
     count: std::sync::atomic::AtomicU64,
+    /// A [`Spares::refill`] is under way.
+    refilling: std::sync::atomic::AtomicBool,
 }
 
 impl Spares {
     /// `dir` and the empty directories and files already in it (from before a restart).
-    fn open(dir: PathBuf) -> Spares {
+    fn open(dir: PathBuf, floor: usize) -> Spares {
         let _ = fs::create_dir_all(&dir);
         let made = fs::metadata(&dir).ok().map(|m| dir_identity(&m));
         let (mut dirs, mut files) = (Vec::new(), Vec::new());
@@ -544,7 +566,17 @@ impl Spares {
         dirs.truncate(MAX_SPARES);
         files.truncate(MAX_SPARES);
         let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        Spares { dir, made, dirs: Mutex::new(dirs), files: Mutex::new(files), spawning: Mutex::new(()), stamp, count: Default::default() }
+        Spares {
+            dir,
+            made,
+            dirs: Mutex::new(dirs),
+            files: Mutex::new(files),
+            spawning: Mutex::new(()),
+            floor,
+            stamp,
+            count: Default::default(),
+            refilling: Default::default(),
+        }
     }
 
     fn name(&self) -> PathBuf {
@@ -552,10 +584,11 @@ impl Spares {
         self.dir.join(format!("{}-{n}", self.stamp))
     }
 
-    /// Moves a spare directory to `to`; false when there is none (or none still empty).
+    /// Moves a spare directory to `to`; false when there is none. (It was empty when it
+    /// became a spare, after its run's group was gone and no one held its logs.)
     fn take_dir(&self, to: &Path) -> bool {
         while let Some(spare) = lock(&self.dirs).pop() {
-            if is_empty_dir(&spare) && fs::rename(&spare, to).is_ok() {
+            if fs::rename(&spare, to).is_ok() {
                 return true;
             }
         }
@@ -584,16 +617,31 @@ impl Spares {
     /// while some process (escaped from the run's group) still has one of its logs open: it
     /// could also still write into the working directory.
     ///
-    /// False when a log is open elsewhere (nothing was kept).
-    fn recycle(&self, paths: &Paths) -> bool {
+    /// `fresh`: the run's logs were never rotated, so an empty log is all its run wrote
+    /// (else a log is kept only when it has no `.1`).
+    ///
+    /// False when a log is open elsewhere (nothing was kept). Waits for a spawn under way.
+    fn recycle(&self, paths: &Paths, fresh: bool) -> bool {
+        self.recycle_with(paths, fresh, lock(&self.spawning))
+    }
+
+    /// [`Spares::recycle`] unless a spawn is under way (`None`).
+    fn try_recycle(&self, paths: &Paths, fresh: bool) -> Option<bool> {
+        match self.spawning.try_lock() {
+            Ok(guard) => Some(self.recycle_with(paths, fresh, guard)),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(self.recycle_with(paths, fresh, e.into_inner())),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    fn recycle_with(&self, paths: &Paths, fresh: bool, no_spawns: std::sync::MutexGuard<'_, ()>) -> bool {
         let mut empty = Vec::new();
-        let no_spawns = lock(&self.spawning);
         for log in [&paths.stdout, &paths.stderr] {
             let Ok(f) = File::open(log) else { continue };
             if !alone(&f) {
                 return false;
             }
-            if f.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) && !with_suffix(log, ".1").exists() {
+            if f.metadata().is_ok_and(|m| m.is_file() && m.len() == 0) && (fresh || !with_suffix(log, ".1").exists()) {
                 empty.push(log);
             }
         }
@@ -614,7 +662,36 @@ impl Spares {
         }
         true
     }
+
+    /// Tops the spares up to the floor on the blocking pool, once at a time (nothing outside
+    /// a tokio runtime).
+    fn refill(self: &Arc<Self>) {
+        let low = lock(&self.dirs).len() < self.floor || lock(&self.files).len() < 2 * self.floor;
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return };
+        if !low || self.refilling.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            return;
+        }
+        let spares = self.clone();
+        rt.spawn_blocking(move || {
+            while lock(&spares.dirs).len() < spares.floor {
+                let path = spares.name();
+                if fs::create_dir(&path).is_err() {
+                    break;
+                }
+                lock(&spares.dirs).push(path);
+            }
+            while lock(&spares.files).len() < 2 * spares.floor {
+                let path = spares.name();
+                if OpenOptions::new().write(true).create_new(true).open(&path).is_err() {
+                    break;
+                }
+                lock(&spares.files).push(path);
+            }
+            spares.refilling.store(false, std::sync::atomic::Ordering::Release);
+        });
+    }
 }
+
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -799,13 +876,14 @@ impl Segment {
 }
 
 /// Stops what a run left in its group after its leader ended: SIGTERM, SIGKILL after `grace`.
-async fn end_group(proc: Proc, grace: Duration) {
-    if !is_ours(proc) || !group_exists(proc.pid) || signal_group(proc.pid, libc::SIGTERM).is_err() {
+async fn end_group(proc: Proc, key: &str, grace: Duration) {
+    // The usual end: the group is gone, which a signal 0 says without reading `/proc`.
+    if !group_exists(proc.pid) || !is_ours(proc, key) || signal_group(proc.pid, libc::SIGTERM).is_err() {
         return;
     }
     for (sig, wait) in [(None, grace), (Some(libc::SIGKILL), KILL_WAIT)] {
         if let Some(sig) = sig {
-            if !is_ours(proc) || signal_group(proc.pid, sig).is_err() {
+            if !is_ours(proc, key) || signal_group(proc.pid, sig).is_err() {
                 return;
             }
         }
@@ -969,16 +1047,36 @@ pub fn pid_alive(pid: i32) -> bool {
     read_stat(pid).is_some_and(|s| !matches!(s.state, 'Z' | 'X' | 'x'))
 }
 
+/// Whether the process holding the leader's pid is the run's leader (`None`: no process
+/// holds it). A leader recorded without a start time is known by the run key it was started
+/// with: the kernel keeps a process's first environment, whatever its shell unsets. A zombie
+/// has none left, so it never counts as the leader here.
+fn leader_is(proc: Proc, key: &str) -> Option<bool> {
+    if proc.start != 0 {
+        return read_stat(proc.pid).map(|s| s.start == proc.start);
+    }
+    let env = match fs::read(format!("/proc/{}/environ", proc.pid)) {
+        Ok(env) => env,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        Err(_) => return Some(false),
+    };
+    let want = format!("BERTH_RUN_KEY={key}");
+    Some(env.split(|b| *b == 0).any(|var| var == want.as_bytes()))
+}
+
 /// The run's leader itself is still running.
-fn is_alive(proc: Proc) -> bool {
-    read_stat(proc.pid).is_some_and(|s| s.start == proc.start && !matches!(s.state, 'Z' | 'X' | 'x'))
+fn is_alive(proc: Proc, key: &str) -> bool {
+    if proc.start != 0 {
+        return read_stat(proc.pid).is_some_and(|s| s.start == proc.start && !matches!(s.state, 'Z' | 'X' | 'x'));
+    }
+    leader_is(proc, key) == Some(true)
 }
 
 /// The group with the leader's pid can only be the run's: the leader is that process, or it is
 /// gone (the kernel does not hand out a pid still used as a group id). A pid now held by
 /// another process means the group died long ago.
-fn is_ours(proc: Proc) -> bool {
-    read_stat(proc.pid).is_none_or(|s| s.start == proc.start)
+fn is_ours(proc: Proc, key: &str) -> bool {
+    leader_is(proc, key) != Some(false)
 }
 
 fn group_exists(pgid: i32) -> bool {
@@ -1198,14 +1296,14 @@ mod tests {
 
     #[tokio::test]
     async fn empty_working_dirs_and_logs_are_reused() {
-        let (b, mut rx) = backend(config("spares"));
+        // No spares made ahead: the pool holds exactly what ended runs left.
+        let (b, mut rx) = backend(LocalConfig { spare_floor: 0, ..config("spares") });
         let run = |job: &str| RunId { job: job.into(), run: 1 };
         let files = |job: &str| {
             let p = b.paths(&run(job));
             [p.work.exists(), p.stdout.exists(), p.stderr.exists()]
         };
-        // A run's leftovers are spares by the time its exit is sent (or soon after, when a
-        // log looked held for a moment).
+        // A run's leftovers are spares soon after its exit is sent.
         let pool = b.spares.clone();
         let spares = |n: (usize, usize)| {
             let pool = pool.clone();
@@ -1277,7 +1375,8 @@ mod tests {
             next_exit(&mut rx).await;
             dirs.insert(start(n).await);
         }
-        assert!(dirs.len() <= 6, "{} working dirs made for 300 runs", dirs.len());
+        // Two runs' own, the spares kept ready, and a little slack for their refills.
+        assert!(dirs.len() <= SPARE_FLOOR + 4, "{} working dirs made for 300 runs", dirs.len());
     }
 
     #[tokio::test]
@@ -1306,6 +1405,26 @@ mod tests {
         assert_eq!(third.adopt(spec("fast", ""), None).await, Adopted::Ended(Outcome::Exited(4)));
         assert_eq!(third.adopt(spec("cut", ""), None).await, Adopted::NeverStarted);
         assert!(third.start(spec("gone", "true")).await.is_err(), "a run with a pid line was started");
+    }
+
+    #[test]
+    fn a_leader_is_known_by_the_run_key_it_was_started_with() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "unset BERTH_RUN_KEY; sleep 5"])
+            .env("BERTH_RUN_KEY", "job-r1")
+            .spawn()
+            .expect("sh");
+        let proc = Proc { pid: child.id() as i32, start: 0 };
+        assert_eq!(leader_is(proc, "job-r1"), Some(true), "even after its shell unset the variable");
+        assert!(is_alive(proc, "job-r1") && is_ours(proc, "job-r1"));
+        assert_eq!(leader_is(proc, "job-r2"), Some(false), "another run's key");
+        assert!(!is_alive(proc, "job-r2") && !is_ours(proc, "job-r2"), "a pid reused by another process is not signalled");
+        let me = Proc { pid: std::process::id() as i32, start: 0 };
+        assert_eq!(leader_is(me, "job-r1"), Some(false), "a process started without the key");
+        child.kill().expect("kill");
+        child.wait().expect("reaped");
+        assert_eq!(leader_is(proc, "job-r1"), None, "gone");
+        assert!(!is_alive(proc, "job-r1") && is_ours(proc, "job-r1"), "a gone leader's group may still be the run's");
     }
 
     #[test]
