@@ -453,6 +453,57 @@ async fn config_changes_reach_pending_jobs_and_spare_running_ones(backend: Backe
     assert_eq!(b.job(&runner).await["state"], "running", "a running job is never moved or killed by an apply");
 }
 
+/// More jobs waiting in a queue than a quick cycle offers the engine (32): they still run in
+/// queue order within quota, the last one gets its position and reason, and a small job
+/// behind many that cannot fit starts in the very cycle that makes room for it.
+async fn a_long_queue_is_served_in_order_and_explained(backend: Backend) {
+    let b = berth(backend).await;
+    let gate = b.dir.join("gate");
+    let wait_gate = |g: &std::path::Path| format!("while [ ! -f {} ]; do sleep 0.05; done", g.display());
+    let blocker = b.submit(job("one", &wait_gate(&gate))).await;
+    b.wait_state(&blocker, &["running"], SECS(10)).await;
+    let mut ids = Vec::new();
+    for _ in 0..45 {
+        ids.push(b.submit(job("one", "true")).await);
+    }
+    let last = ids.last().unwrap().clone();
+    let deadline = std::time::Instant::now() + SECS(5);
+    let seen = loop {
+        let j = b.job(&last).await;
+        if j["position"] == 45 || std::time::Instant::now() > deadline {
+            break j;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(seen["position"], 45, "{seen}");
+    assert!(seen["reason"].as_str().is_some_and(|r| r.contains("queue one")), "{seen}");
+    std::fs::write(&gate, "").unwrap();
+    b.wait_all_ended(&ids, SECS(60)).await;
+    let events = b.events("queue=one&kind=admitted,started,finished").await;
+    let admitted: Vec<&str> = events.iter().filter(|e| e["kind"] == "admitted").filter_map(|e| e["job_id"].as_str()).filter(|id| ids.iter().any(|i| i == id)).collect();
+    assert_eq!(admitted, ids.iter().map(String::as_str).collect::<Vec<_>>(), "fifo order");
+    assert_eq!(peak_usage(&events, |_| 1.0)["one"], 1.0);
+
+    // `burst` (quota 4): a holder of all 4, 40 jobs asking 5 (never fit), then one asking 1.
+    let gate = b.dir.join("gate2");
+    let mut holder = job("burst", &wait_gate(&gate));
+    holder["resources"]["cpu"] = json!(4);
+    let holder = b.submit(holder).await;
+    b.wait_state(&holder, &["running"], SECS(10)).await;
+    for _ in 0..40 {
+        let mut big = job("burst", "true");
+        big["resources"]["cpu"] = json!(5);
+        b.submit(big).await;
+    }
+    let small = b.submit(job("burst", "true")).await;
+    assert_eq!(b.job(&small).await["state"], "pending");
+    std::fs::write(&gate, "").unwrap();
+    b.wait_state(&small, &["succeeded"], SECS(10)).await;
+    let admitted = b.events(&format!("job={small}&kind=admitted")).await;
+    let freed = b.events(&format!("job={holder}&kind=finished")).await;
+    assert_eq!(admitted[0]["at"], freed[0]["at"], "admitted in the cycle that saw the holder end");
+}
+
 on_both_databases!(
     routes_and_rejects_with_reasons,
     a_burst_of_500_never_exceeds_quota,
@@ -466,4 +517,5 @@ on_both_databases!(
     kill_9_during_a_burst_loses_and_duplicates_nothing,
     runs_started_before_their_admission_was_written_are_found_at_restart,
     config_changes_reach_pending_jobs_and_spare_running_ones,
+    a_long_queue_is_served_in_order_and_explained,
 );

@@ -119,42 +119,38 @@ pub struct State {
     stages: HashMap<String, u32>,
 }
 
-/// Position (0: none) and reason of each job the last cycle left waiting. Written by every
-/// cycle and read only by inspections, so the index by job is built on the first read after
-/// a cycle, not by the cycle. Entries of jobs that have left `pending` since may remain:
+/// Position (0: none) and reason of each job the last full cycle left waiting (quick cycles
+/// leave it as it is: see [`EXPLAIN_EVERY`]). Read only by inspections, so the index by job
+/// is built on the first read after a cycle, not by the cycle. Entries of jobs that have left `pending` since may remain:
 /// readers ask only about pending jobs.
 #[derive(Default)]
 pub struct Waiting {
     list: Vec<(Name, u64, Arc<str>)>,
     index: std::sync::OnceLock<HashMap<Name, usize>>,
-    /// What the quick cycles since the last full one said, newer than `list`.
-    recent: HashMap<Name, (u64, Arc<str>)>,
 }
 
 impl Waiting {
     fn new(list: Vec<(Name, u64, Arc<str>)>) -> Waiting {
-        Waiting { list, index: std::sync::OnceLock::new(), recent: HashMap::new() }
-    }
-
-    /// A quick cycle's entries: the jobs it offered and the ones it held back.
-    fn update(&mut self, entries: Vec<(Name, u64, Arc<str>)>) {
-        self.recent.extend(entries.into_iter().map(|(key, pos, why)| (key, (pos, why))));
+        Waiting { list, index: std::sync::OnceLock::new() }
     }
 
     /// The position and reason of one job.
     pub fn get(&self, job: &str) -> Option<(u64, Arc<str>)> {
-        if let Some((pos, why)) = self.recent.get(job) {
-            return Some((*pos, why.clone()));
-        }
         let index = self.index.get_or_init(|| self.list.iter().enumerate().map(|(i, w)| (w.0.clone(), i)).collect());
         let (_, pos, why) = &self.list[*index.get(job)?];
         Some((*pos, why.clone()))
     }
 }
 
-/// A pending job's place in a fifo queue, as the engine orders it.
-fn queue_order(l: &Live) -> (std::cmp::Reverse<i64>, i64, &str) {
-    engine::quick::fifo_rank(l.row.priority, l.row.enqueued_at_us / 1000, &l.key)
+/// A pending job's place in a fifo queue as the engine orders it, but for the id after its
+/// first 16 bytes ([`engine::quick::fifo_rank`]): ties on that are broken by the whole id.
+type QueueOrder = (std::cmp::Reverse<i64>, i64, u128);
+
+fn queue_order(l: &Live) -> QueueOrder {
+    let mut head = [0u8; 16];
+    let n = l.key.len().min(16);
+    head[..n].copy_from_slice(&l.key.as_bytes()[..n]);
+    (std::cmp::Reverse(l.row.priority), l.row.enqueued_at_us / 1000, u128::from_be_bytes(head))
 }
 
 /// The loop task's own data.
@@ -509,9 +505,11 @@ impl Loop {
                 self.end_run(&key, exit.outcome, now, &mut batch);
             }
         }
-        // What users change (jobs, priorities, the config) shows in every position at once:
-        // a full cycle. Quick cycles are exact whatever their cause (see `engine::quick`).
-        self.explain_due |= self.reroute_needed || cmds.iter().any(|c| !matches!(c, Cmd::Inspect(_) | Cmd::Stage { .. }));
+        // A cancel, a priority change or a config apply shows in every position at once: a
+        // full cycle. New jobs need none (those a quick cycle leaves out get their position
+        // within EXPLAIN_EVERY), so a burst of submissions stays cheap. Quick cycles are
+        // exact whatever their cause (see `engine::quick`).
+        self.explain_due |= self.reroute_needed || cmds.iter().any(|c| matches!(c, Cmd::Cancel { .. } | Cmd::Priority { .. }));
         for cmd in cmds {
             self.command(cmd, now, &mut batch);
         }
@@ -735,7 +733,21 @@ impl Loop {
         let now_ms = now / 1000;
         let mut running = Vec::new();
         let mut held_by_stage: HashMap<&str, u32> = HashMap::new();
-        for l in self.state.jobs.values().filter(|l| l.row.state.holds_quota()) {
+        // One pass over the jobs: a cycle with many pending ones is mostly this pass.
+        let capped_backends = self.backends.iter().any(|b| b.max_in_flight().is_some());
+        let mut in_flight: HashMap<Name, usize> = HashMap::new();
+        let mut pending: Vec<&Live> = Vec::new();
+        for l in self.state.jobs.values() {
+            if l.row.state == JobState::Pending {
+                pending.push(l);
+                continue;
+            }
+            if !l.row.state.holds_quota() {
+                continue;
+            }
+            if capped_backends {
+                *in_flight.entry(l.row.backend.as_deref().unwrap_or("").into()).or_default() += 1;
+            }
             if let Some(s) = &l.row.stage_id {
                 *held_by_stage.entry(s.as_str()).or_default() += 1;
             }
@@ -758,8 +770,11 @@ impl Loop {
         let mut next_retry = self.next_retry;
         let mut offered = Vec::new();
         let mut staged: Vec<&Live> = Vec::new();
-        let mut by_queue: Vec<(&Name, Vec<&Live>)> = Vec::new();
-        for l in self.state.jobs.values().filter(|l| l.row.state == JobState::Pending) {
+        let mut by_queue: Vec<(&Name, Vec<(QueueOrder, &Live)>)> = Vec::new();
+        // Whether the last stage looked up caps its jobs (a stage's jobs come in a row).
+        let mut last_stage: Option<(&str, bool)> = None;
+        let capped = |id: &'_ str| -> bool { self.state.stages.get(id).is_some_and(|&cap| cap > 0) };
+        for l in pending {
             if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
                 next_retry = Some(next_retry.map_or(t, |n: i64| n.min(t)));
                 let why = l.row.reason.clone().unwrap_or_default();
@@ -770,12 +785,17 @@ impl Loop {
                     format!("retry {} of {} in {left:.1} s ({why})", l.row.retries, l.row.spec.max_retries)
                 };
                 held_back.push((l.key.clone(), msg));
-            } else if l.row.stage_id.as_ref().is_some_and(|s| self.state.stages.get(s).is_some_and(|&cap| cap > 0)) {
+            } else if l.row.stage_id.as_deref().is_some_and(|s| match last_stage {
+                Some((id, caps)) if id == s => caps,
+                _ => last_stage.insert((s, capped(s))).1,
+            }) {
                 staged.push(l);
             } else if quick {
+                // Keyed here, so choosing a queue's first jobs compares a few words per job.
+                let keyed = (queue_order(l), l);
                 match by_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &l.queue) || **q == l.queue) {
-                    Some((_, jobs)) => jobs.push(l),
-                    None => by_queue.push((&l.queue, vec![l])),
+                    Some((_, jobs)) => jobs.push(keyed),
+                    None => by_queue.push((&l.queue, vec![keyed])),
                 }
             } else {
                 offered.push(pending_job(l));
@@ -788,17 +808,17 @@ impl Loop {
         for (queue, mut jobs) in by_queue {
             match compiled.fifo_strategy(queue) {
                 Some(strategy) if jobs.len() > QUICK_OFFER => {
-                    jobs.select_nth_unstable_by(QUICK_OFFER, |a, b| queue_order(a).cmp(&queue_order(b)));
+                    jobs.select_nth_unstable_by(QUICK_OFFER, |(a, la), (b, lb)| a.cmp(b).then_with(|| la.key.cmp(&lb.key)));
                     let rest = jobs.split_off(QUICK_OFFER);
-                    offered.extend(jobs.iter().map(|l| pending_job(l)));
+                    offered.extend(jobs.iter().map(|(_, l)| pending_job(l)));
                     cuts.push(Cut {
                         strict: strategy == QueueingStrategy::StrictFifo,
-                        offered: jobs.iter().map(|l| (&*l.key, &l.request)).collect(),
-                        rest: rest.iter().map(|l| &l.request).collect(),
+                        offered: jobs.iter().map(|(_, l)| (&*l.key, &l.request)).collect(),
+                        rest: rest.iter().map(|(_, l)| &l.request).collect(),
                     });
-                    left_out.extend(rest);
+                    left_out.extend(rest.into_iter().map(|(_, l)| l));
                 }
-                _ => offered.extend(jobs.into_iter().map(pending_job)),
+                _ => offered.extend(jobs.into_iter().map(|(_, l)| pending_job(l))),
             }
         }
         staged.sort_by(|a, b| {
@@ -840,6 +860,9 @@ impl Loop {
                 if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
                     batch.stops.push((b.as_str().into(), live.run(), h));
                 }
+                if let Some(n) = in_flight.get_mut(live.row.backend.as_deref().unwrap_or("")) {
+                    *n = n.saturating_sub(1);
+                }
                 let mut e = job_event(now, "preempted", live, format!("preempted by {} (priority {preemptor_priority} > {})", p.preemptor, live.row.priority));
                 e.config_version = Some(version);
                 e.detail = Some(serde_json::json!({
@@ -857,11 +880,7 @@ impl Loop {
                 batch.touch(v);
             }
         }
-        // In-flight caps per backend (after the victims above let go of theirs).
-        let mut in_flight: HashMap<Name, usize> = HashMap::new();
-        for l in self.state.jobs.values().filter(|l| l.row.state.holds_quota()) {
-            *in_flight.entry(l.row.backend.as_deref().unwrap_or("").into()).or_default() += 1;
-        }
+        // In-flight caps per backend (counted above; the victims let go of theirs).
         let mut capped: Vec<(Name, String)> = Vec::new();
         let mut starts = Vec::with_capacity(plan.admissions.len());
         for a in &plan.admissions {
@@ -903,8 +922,7 @@ impl Loop {
             self.explained_at = Some(Instant::now());
             self.explain_at = None;
         } else {
-            // The jobs a quick cycle left out keep what the last full cycle said of them.
-            self.state.waiting.update(waiting);
+            // Waiting jobs keep what the last full cycle said of them until the next one.
             let last = self.explained_at.unwrap_or_else(Instant::now);
             self.explain_at.get_or_insert(tokio::time::Instant::from_std(last + EXPLAIN_EVERY));
         }
