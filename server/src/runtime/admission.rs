@@ -207,6 +207,15 @@ pub struct Loop {
     explained_at: Option<Instant>,
     /// When a full cycle refreshes what quick cycles left stale.
     explain_at: Option<tokio::time::Instant>,
+    /// A flush being written while the loop goes on (see [`Loop::commit_in_background`]).
+    committing: Option<tokio::task::JoinHandle<Committed>>,
+}
+
+/// What a background commit wrote, and how it went.
+struct Committed {
+    /// Jobs it wrote in a final state: they leave memory once it lands.
+    ended: Vec<Name>,
+    ok: bool,
 }
 
 /// Longest wait before trying an unavailable backend again.
@@ -313,6 +322,7 @@ impl Loop {
             explain_due: true,
             explained_at: None,
             explain_at: None,
+            committing: None,
         }
     }
 
@@ -432,7 +442,7 @@ impl Loop {
                     None => {
                         // Shutting down: write the starts still carried.
                         let mut carry = std::mem::take(&mut self.carry);
-                        let _ = self.commit(now_us(), &mut carry).await;
+                        let _ = self.commit(now_us(), &mut carry).await; // after any background one
                         return;
                     }
                 },
@@ -441,6 +451,13 @@ impl Loop {
                 Ok(()) = self.config_rx.changed() => self.reload_config().await,
                 _ = tick.tick() => ticked = true,
                 _ = tokio::time::sleep_until(self.flush_at.unwrap_or_else(tokio::time::Instant::now)), if self.flush_at.is_some() => {}
+                done = async { self.committing.as_mut().expect("checked").await }, if self.committing.is_some() => {
+                    self.committing = None;
+                    // Memory and database agree when nothing was carried since.
+                    let agree = self.carry.is_empty();
+                    self.committed(done.unwrap_or(Committed { ended: Vec::new(), ok: false }), agree);
+                    continue;
+                }
                 _ = tokio::time::sleep_until(self.explain_at.unwrap_or_else(tokio::time::Instant::now)), if self.explain_at.is_some() => {
                     self.explain_at = None;
                     self.explain_due = true;
@@ -531,7 +548,11 @@ impl Loop {
             starts = rest;
         }
         let due = self.flush_at.is_some_and(|t| t <= tokio::time::Instant::now());
-        if !starts.is_empty() || !batch.stops.is_empty() || !batch.replies.is_empty() || due {
+        if starts.is_empty() && batch.stops.is_empty() && batch.replies.is_empty() && due && self.committing.is_none() {
+            // Nothing waits for this write: the loop goes on while it is made.
+            self.commit_in_background(now, &mut batch);
+            self.flush_at = None;
+        } else if !starts.is_empty() || !batch.stops.is_empty() || !batch.replies.is_empty() || due {
             let t_commit = Instant::now();
             if self.commit(now, &mut batch).await {
                 self.forget_ended();
@@ -936,11 +957,12 @@ impl Loop {
         backend.and_then(|b| self.backends.get(b)).is_some_and(|b| b.records_starts())
     }
 
-    /// Hands this cycle's admissions, in order, to one task that starts them and reports
-    /// each result ([`Started`]); the loop goes on meanwhile. Their `admitted` rows are
-    /// already committed, so a crash during the starts is recovered by adoption, except on a
-    /// backend that records its starts, whose admissions may still be in the batch: recovery
-    /// finds those runs in its records (see [`Loop::recover`]).
+    /// Starts this cycle's admissions in order: on a backend that starts at once (local),
+    /// right here; on the others, on one task that reports each result ([`Started`]) while
+    /// the loop goes on. Their `admitted` rows are already committed, so a crash during the
+    /// starts is recovered by adoption, except on a backend that records its starts, whose
+    /// admissions may still be in the batch: recovery finds those runs in its records (see
+    /// [`Loop::recover`]).
     fn launch(&mut self, keys: Vec<Name>, batch: &mut Batch) {
         let mut todo = Vec::with_capacity(keys.len());
         for key in keys {
@@ -962,6 +984,16 @@ impl Loop {
             todo.push((backend, backend_name, self.start_spec(live)));
             self.starting.insert(key);
         }
+        // A start that is a few system calls (local processes) is made here: a task of its
+        // own would cost a hop to another thread on the way to every run.
+        let (now, later): (Vec<_>, Vec<_>) = todo.into_iter().partition(|(b, _, _)| b.starts_at_once());
+        for (backend, name, spec) in now {
+            let run = spec.run.clone();
+            let result = futures_util::FutureExt::now_or_never(backend.start(spec))
+                .unwrap_or_else(|| Err(BackendError::Failed(format!("backend {name} did not start the run at once"))));
+            self.on_started(Started { run, backend: name, result, at_us: now_us() }, batch);
+        }
+        let todo = later;
         if todo.is_empty() {
             return;
         }
@@ -1084,6 +1116,11 @@ impl Loop {
     /// live state is the truth, so the same rows are written again).
     /// True when everything is written (also when there was nothing to write).
     async fn commit(&mut self, now: i64, batch: &mut Batch) -> bool {
+        // Writes land in the order they were made.
+        if let Some(running) = self.committing.take() {
+            let done = running.await.unwrap_or(Committed { ended: Vec::new(), ok: false });
+            self.committed(done, false);
+        }
         if batch.touched.is_empty() && batch.events.is_empty() && batch.replies.is_empty() {
             return true;
         }
@@ -1119,6 +1156,50 @@ impl Loop {
             let _ = reply.send(r);
         }
         result.is_ok()
+    }
+
+    /// Writes a batch no one waits on (no replies, stops or starts that need it first) on a
+    /// task of its own, retrying like [`Loop::commit`]; the loop goes on meanwhile, and a
+    /// later commit waits for it. Until it lands, the finished jobs it writes stay in memory.
+    fn commit_in_background(&mut self, now: i64, batch: &mut Batch) {
+        if batch.touched.is_empty() && batch.events.is_empty() {
+            return;
+        }
+        self.usage_dirty |= !batch.touched.is_empty();
+        let rows: Vec<(JobRow, bool)> =
+            batch.touched.iter().filter_map(|k| self.state.jobs.get(k)).map(|l| (l.row.clone(), batch.spec_changed.contains(&l.key))).collect();
+        let events = std::mem::take(&mut batch.events);
+        let ended: Vec<Name> = batch.touched.drain(..).filter(|k| self.state.jobs.get(k).is_some_and(|l| l.row.state.is_terminal())).collect();
+        batch.seen.clear();
+        batch.spec_changed.clear();
+        let store = self.store.clone();
+        self.committing = Some(tokio::spawn(async move {
+            let rows: Vec<(&JobRow, bool)> = rows.iter().map(|(r, s)| (r, *s)).collect();
+            for attempt in 0..5u32 {
+                match store.update(now, &rows, &events).await {
+                    Ok(()) => return Committed { ended, ok: true },
+                    Err(e) => {
+                        tracing::error!(error = %e, attempt, "cannot persist the admission cycle; retrying");
+                        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                    }
+                }
+            }
+            Committed { ended, ok: false }
+        }));
+    }
+
+    /// A background commit landed (or failed for good): finished jobs it wrote leave memory.
+    /// `agree`: nothing changed since it was made, so backends may forget ended runs.
+    fn committed(&mut self, done: Committed, agree: bool) {
+        self.diverged |= !done.ok;
+        // A final state is final: what it wrote is what memory still says.
+        for key in done.ended {
+            self.state.jobs.remove(&key);
+            self.backend_waits.remove(&key);
+        }
+        if done.ok && agree {
+            self.forget_ended();
+        }
     }
 
     /// Tells each backend that keeps records of ended runs which of its runs the database

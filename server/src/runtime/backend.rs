@@ -143,6 +143,11 @@ pub trait Backend: Send + Sync + 'static {
     fn max_in_flight(&self) -> Option<usize> {
         None
     }
+    /// True when [`Backend::start`] is ready at its first poll (a few system calls, no
+    /// waiting on a network): the loop then starts runs itself rather than on a task.
+    fn starts_at_once(&self) -> bool {
+        false
+    }
     /// True when the backend records each run on disk as it starts it, before its start
     /// returns, and lists them in [`Backend::begun_runs`] after a restart. The loop then
     /// starts a run without waiting for its admission to be written: recovery finds any run

@@ -397,6 +397,11 @@ impl Backend for LocalBackend {
         })
     }
 
+    /// The start is synchronous: a spawn and a few file operations.
+    fn starts_at_once(&self) -> bool {
+        true
+    }
+
     /// The journal has a run's pid line before the loop hears of the start.
     fn records_starts(&self) -> bool {
         true
