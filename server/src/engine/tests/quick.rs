@@ -50,13 +50,17 @@ fn a_full_queue_of_like_jobs_needs_only_its_head() {
     assert_eq!(quick.admissions, plan_of(&config, &nodes, &running, &pending).admissions);
 }
 
+/// 40 jobs that cannot fit while `r` (1 CPU of 2) runs, then one that can, and `r`.
+fn bigs_then_small() -> (Vec<PendingJob>, [RunningJob; 1]) {
+    let mut pending = jobs("big", 40, 2, 0);
+    pending.extend(jobs("small", 1, 1, 100));
+    (pending, [runner("r", 1)])
+}
+
 #[test]
 fn a_smaller_job_left_out_calls_for_the_full_cycle() {
     let (config, nodes) = one_queue(2, false);
-    // 40 jobs that cannot fit while `r` runs, then one that can.
-    let mut pending = jobs("big", 40, 2, 0);
-    pending.extend(jobs("small", 1, 1, 100));
-    let running = [runner("r", 1)];
+    let (pending, running) = bigs_then_small();
     let quick = plan_of(&config, &nodes, &running, &pending[..8]);
     assert!(quick.admissions.is_empty());
     assert!(!exact(&[cut(&pending, 8, false)], &quick));
@@ -67,9 +71,7 @@ fn a_smaller_job_left_out_calls_for_the_full_cycle() {
 #[test]
 fn a_blocked_strict_queue_blocks_whatever_is_left_out() {
     let (config, nodes) = one_queue(2, true);
-    let mut pending = jobs("big", 40, 2, 0);
-    pending.extend(jobs("small", 1, 1, 100));
-    let running = [runner("r", 1)];
+    let (pending, running) = bigs_then_small();
     let quick = plan_of(&config, &nodes, &running, &pending[..8]);
     assert!(quick.pending.iter().all(|p| p.no_room));
     assert!(exact(&[cut(&pending, 8, true)], &quick));
