@@ -504,6 +504,25 @@ async fn a_long_queue_is_served_in_order_and_explained(backend: Backend) {
     assert_eq!(admitted[0]["at"], freed[0]["at"], "admitted in the cycle that saw the holder end");
 }
 
+/// A job submitted after an apply returned is decided under that config: with `one`'s quota
+/// at 0 it waits, and runs only under the next version that gives the quota back.
+async fn a_submission_after_an_apply_is_decided_under_it(backend: Backend) {
+    let b = berth(backend).await;
+    let mut submitted = Vec::new();
+    for _ in 0..15 {
+        let closed = b.apply(&CONFIG.replace("nominal_quota: 1}", "nominal_quota: 0}")).await;
+        submitted.push((closed, b.submit(job("one", "true")).await));
+        b.apply(CONFIG).await;
+    }
+    let ids: Vec<String> = submitted.iter().map(|(_, id)| id.clone()).collect();
+    b.wait_all_ended(&ids, SECS(30)).await;
+    for (closed, id) in &submitted {
+        let admitted = b.events(&format!("job={id}&kind=admitted")).await;
+        let version = admitted[0]["config_version"].as_i64().unwrap();
+        assert!(version > *closed, "{id} was admitted under version {version}, before the apply ({closed}) that closed its queue");
+    }
+}
+
 on_both_databases!(
     routes_and_rejects_with_reasons,
     a_burst_of_500_never_exceeds_quota,
@@ -518,4 +537,5 @@ on_both_databases!(
     runs_started_before_their_admission_was_written_are_found_at_restart,
     config_changes_reach_pending_jobs_and_spare_running_ones,
     a_long_queue_is_served_in_order_and_explained,
+    a_submission_after_an_apply_is_decided_under_it,
 );

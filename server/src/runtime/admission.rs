@@ -474,6 +474,11 @@ impl Loop {
             while let Ok(s) = self.started_rx.try_recv() {
                 started.push(s);
             }
+            // A command sent after an apply returned is decided under that config, whichever
+            // branch the select took first.
+            if self.config_rx.has_changed().unwrap_or(false) {
+                self.reload_config().await;
+            }
             self.cycle(std::mem::take(&mut cmds), std::mem::take(&mut started), std::mem::take(&mut exits), ticked).await;
         }
     }
