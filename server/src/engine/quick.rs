@@ -26,10 +26,17 @@ pub struct Cut<'a> {
     pub rest: Vec<&'a Resources>,
 }
 
-/// A pending job's place in a queue whose ordering policy is fifo (smaller goes first),
-/// as the cycle orders it: priority, then enqueue time in milliseconds, then id.
-pub fn fifo_rank(priority: i64, enqueued_at_ms: i64, id: &str) -> (Reverse<i64>, i64, &str) {
-    (Reverse(priority), enqueued_at_ms, id)
+/// A pending job's place in a queue whose ordering policy is fifo (smaller goes first), as
+/// the cycle orders it: priority, then enqueue time in milliseconds, then id, of which the
+/// rank holds the first 16 bytes (a few machine words to compare): jobs of equal rank are
+/// ordered by their whole ids.
+pub type FifoRank = (Reverse<i64>, i64, u128);
+
+pub fn fifo_rank(priority: i64, enqueued_at_ms: i64, id: &str) -> FifoRank {
+    let mut head = [0u8; 16];
+    let n = id.len().min(16);
+    head[..n].copy_from_slice(&id.as_bytes()[..n]);
+    (Reverse(priority), enqueued_at_ms, u128::from_be_bytes(head))
 }
 
 /// Whether `plan`, made with only the offered jobs of each cut, is exact (see the module doc).

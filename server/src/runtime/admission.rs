@@ -44,7 +44,7 @@ use super::backend::{Adopted, Backend, BackendError, Exit, Outcome, Registry, Ru
 use super::store::{JobRow, JobStore, NewEvent, NewSample};
 use super::{now_us, RuntimeError, Settings, Shared};
 use crate::engine::policy::QueueingStrategy;
-use crate::engine::quick::Cut;
+use crate::engine::quick::{fifo_rank, Cut, FifoRank};
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
 use crate::service::ConfigService;
 
@@ -121,8 +121,8 @@ pub struct State {
 
 /// Position (0: none) and reason of each job the last full cycle left waiting (quick cycles
 /// leave it as it is: see [`EXPLAIN_EVERY`]). Read only by inspections, so the index by job
-/// is built on the first read after a cycle, not by the cycle. Entries of jobs that have left `pending` since may remain:
-/// readers ask only about pending jobs.
+/// is built on the first read after a cycle, not by the cycle. Entries of jobs that have
+/// left `pending` since may remain: readers ask only about pending jobs.
 #[derive(Default)]
 pub struct Waiting {
     list: Vec<(Name, u64, Arc<str>)>,
@@ -140,17 +140,6 @@ impl Waiting {
         let (_, pos, why) = &self.list[*index.get(job)?];
         Some((*pos, why.clone()))
     }
-}
-
-/// A pending job's place in a fifo queue as the engine orders it, but for the id after its
-/// first 16 bytes ([`engine::quick::fifo_rank`]): ties on that are broken by the whole id.
-type QueueOrder = (std::cmp::Reverse<i64>, i64, u128);
-
-fn queue_order(l: &Live) -> QueueOrder {
-    let mut head = [0u8; 16];
-    let n = l.key.len().min(16);
-    head[..n].copy_from_slice(&l.key.as_bytes()[..n]);
-    (std::cmp::Reverse(l.row.priority), l.row.enqueued_at_us / 1000, u128::from_be_bytes(head))
 }
 
 /// The loop task's own data.
@@ -455,7 +444,7 @@ impl Loop {
                     self.committing = None;
                     // Memory and database agree when nothing was carried since.
                     let agree = self.carry.is_empty();
-                    self.committed(done.unwrap_or(Committed { ended: Vec::new(), ok: false }), agree);
+                    self.committed(done, agree);
                     continue;
                 }
                 _ = tokio::time::sleep_until(self.explain_at.unwrap_or_else(tokio::time::Instant::now)), if self.explain_at.is_some() => {
@@ -796,7 +785,7 @@ impl Loop {
         let mut next_retry = self.next_retry;
         let mut offered = Vec::new();
         let mut staged: Vec<&Live> = Vec::new();
-        let mut by_queue: Vec<(&Name, Vec<(QueueOrder, &Live)>)> = Vec::new();
+        let mut by_queue: Vec<(&Name, Vec<(FifoRank, &Live)>)> = Vec::new();
         // Whether the last stage looked up caps its jobs (a stage's jobs come in a row).
         let mut last_stage: Option<(&str, bool)> = None;
         let capped = |id: &'_ str| -> bool { self.state.stages.get(id).is_some_and(|&cap| cap > 0) };
@@ -818,7 +807,7 @@ impl Loop {
                 staged.push(l);
             } else if quick {
                 // Keyed here, so choosing a queue's first jobs compares a few words per job.
-                let keyed = (queue_order(l), l);
+                let keyed = (fifo_rank(l.row.priority, l.row.enqueued_at_us / 1000, &l.key), l);
                 match by_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &l.queue) || **q == l.queue) {
                     Some((_, jobs)) => jobs.push(keyed),
                     None => by_queue.push((&l.queue, vec![keyed])),
@@ -870,7 +859,6 @@ impl Loop {
             plan = engine::schedule(&Snapshot { now_ms, config: &compiled, nodes: &self.state.nodes, running: &running, pending: &offered });
         }
         let explained = cuts.is_empty();
-        drop(cuts);
         tracing::debug!(pending = offered.len(), explained, engine_us = t_engine.elapsed().as_micros() as u64, "engine cycle");
         let version = self.state.config_version;
 
@@ -1123,26 +1111,15 @@ impl Loop {
     async fn commit(&mut self, now: i64, batch: &mut Batch) -> bool {
         // Writes land in the order they were made.
         if let Some(running) = self.committing.take() {
-            let done = running.await.unwrap_or(Committed { ended: Vec::new(), ok: false });
-            self.committed(done, false);
+            self.committed(running.await, false);
         }
         if batch.touched.is_empty() && batch.events.is_empty() && batch.replies.is_empty() {
             return true;
         }
         self.usage_dirty |= !batch.touched.is_empty();
-        let mut result = Ok(());
-        for attempt in 0..5u32 {
-            let rows: Vec<(&JobRow, bool)> =
-                batch.touched.iter().filter_map(|k| self.state.jobs.get(k)).map(|l| (&l.row, batch.spec_changed.contains(&l.key))).collect();
-            result = self.store.update(now, &rows, &batch.events).await;
-            match &result {
-                Ok(()) => break,
-                Err(e) => {
-                    tracing::error!(error = %e, attempt, "cannot persist the admission cycle; retrying");
-                    tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-                }
-            }
-        }
+        let rows: Vec<(&JobRow, bool)> =
+            batch.touched.iter().filter_map(|k| self.state.jobs.get(k)).map(|l| (&l.row, batch.spec_changed.contains(&l.key))).collect();
+        let result = persist(&self.store, now, &rows, &batch.events).await;
         self.diverged |= result.is_err();
         for key in batch.touched.drain(..) {
             if self.state.jobs.get(&key).is_some_and(|l| l.row.state.is_terminal()) {
@@ -1180,22 +1157,16 @@ impl Loop {
         let store = self.store.clone();
         self.committing = Some(tokio::spawn(async move {
             let rows: Vec<(&JobRow, bool)> = rows.iter().map(|(r, s)| (r, *s)).collect();
-            for attempt in 0..5u32 {
-                match store.update(now, &rows, &events).await {
-                    Ok(()) => return Committed { ended, ok: true },
-                    Err(e) => {
-                        tracing::error!(error = %e, attempt, "cannot persist the admission cycle; retrying");
-                        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
-                    }
-                }
-            }
-            Committed { ended, ok: false }
+            let ok = persist(&store, now, &rows, &events).await.is_ok();
+            Committed { ended, ok }
         }));
     }
 
-    /// A background commit landed (or failed for good): finished jobs it wrote leave memory.
-    /// `agree`: nothing changed since it was made, so backends may forget ended runs.
-    fn committed(&mut self, done: Committed, agree: bool) {
+    /// A background commit landed (or failed for good, or its task died: then nothing is
+    /// known to be written): finished jobs it wrote leave memory. `agree`: nothing changed
+    /// since it was made, so backends may forget ended runs.
+    fn committed(&mut self, done: Result<Committed, tokio::task::JoinError>, agree: bool) {
+        let done = done.unwrap_or(Committed { ended: Vec::new(), ok: false });
         self.diverged |= !done.ok;
         // A final state is final: what it wrote is what memory still says.
         for key in done.ended {
@@ -1287,6 +1258,19 @@ impl Loop {
 }
 
 /// When a running job passes its timeout (µs), if it has one.
+/// Writes a cycle's rows and events, trying 5 times, each failure followed by a growing
+/// pause (0.1 to 1.6 s).
+async fn persist(store: &JobStore, now: i64, rows: &[(&JobRow, bool)], events: &[NewEvent]) -> Result<(), super::store::JobStoreError> {
+    let mut result = Ok(());
+    for attempt in 0..5u32 {
+        result = store.update(now, rows, events).await;
+        let Err(e) = &result else { break };
+        tracing::error!(error = %e, attempt, "cannot persist the admission cycle; retrying");
+        tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+    }
+    result
+}
+
 fn deadline_of(row: &JobRow) -> Option<i64> {
     let started = row.started_at_us?;
     (row.spec.timeout_s > 0).then(|| started.saturating_add((row.spec.timeout_s as i64).saturating_mul(1_000_000)))

@@ -5,9 +5,9 @@
 //! journal, `runs/journal/{n}`: the server appends `pid {key} {pid} 0` after the spawn and
 //! a wrapper shell around the entrypoint appends `exit {key} {code}`. A reused pid is never
 //! signalled: the leader is known by the run key in the environment it started with (older
-//! versions wrote the kernel's start time in place of the 0, and still tell by that). The job writes its logs to those files
-//! itself (not through pipes to the server) and its code lands on disk, so a run survives a
-//! restart of the server and is adopted after it.
+//! versions wrote the kernel's start time in place of the 0, and still tell by that). The
+//! job writes its logs to those files itself (not through pipes to the server) and its code
+//! lands on disk, so a run survives a restart of the server and is adopted after it.
 //!
 //! A start creates no file it can avoid, because creating an inode is most of what a start
 //! costs (ext4 without a journal scans past every recently deleted inode on each create; a

@@ -293,9 +293,7 @@ fn quick_offer<'a>(config: &Compiled, pending: &'a [PendingJob], k: usize) -> (V
     for (queue, mut jobs) in by_queue {
         match config.fifo_strategy(queue) {
             Some(strategy) if jobs.len() > k => {
-                jobs.sort_by(|a, b| {
-                    quick::fifo_rank(a.priority, a.enqueued_at_ms, &a.id).cmp(&quick::fifo_rank(b.priority, b.enqueued_at_ms, &b.id))
-                });
+                jobs.sort_by_key(|p| (quick::fifo_rank(p.priority, p.enqueued_at_ms, &p.id), p.id.clone()));
                 let rest = jobs.split_off(k);
                 offered.extend(jobs.iter().map(|p| (*p).clone()));
                 cuts.push(quick::Cut {
