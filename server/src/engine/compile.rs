@@ -15,7 +15,7 @@ use super::policy::{self, OrderingPolicy, PlacementPolicy, QueueingStrategy};
 use super::resources::{Milli, Name};
 
 /// Name of the queue (and, if the config has no flavor by that name, the flavor) compile adds
-/// when the config has no scheduling rules.
+/// when the config has no scheduling rules, or rules but no queues.
 pub const DEFAULT_QUEUE: &str = "default";
 
 /// Why a config cannot be compiled: the first problem found, with its path.
@@ -199,6 +199,16 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
         });
     }
 
+    // The built-in `default` queue (see the module docs): where every job goes when there
+    // are no rules, and the one queue rules may name when the config defines none (the
+    // validator allows exactly that, see `app::config::validate`).
+    let wants_builtin = config.rules().is_empty()
+        || (config.queues().is_empty() && config.rules().iter().any(|r| r.resource_queue == DEFAULT_QUEUE));
+    if wants_builtin && !queue_ids.contains_key(DEFAULT_QUEUE) {
+        add_builtin_queue(&resources, &mut flavors, &flavor_ids, &mut queues);
+        queue_ids.insert(DEFAULT_QUEUE.into(), queues.len() - 1);
+    }
+
     let mut rules = Vec::new();
     for (i, r) in config.rules().iter().enumerate() {
         let path = format!("scheduling_rules[{i}]");
@@ -228,38 +238,34 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
         });
     }
 
-    let mut default_queue = None;
-    if rules.is_empty() {
-        let q = match queue_ids.get(DEFAULT_QUEUE) {
-            Some(&q) => q,
-            None => {
-                let flavor = match flavor_ids.get(DEFAULT_QUEUE) {
-                    Some(&f) => f,
-                    None => {
-                        flavors.push(FlavorDef { name: DEFAULT_QUEUE.into(), selector: vec![], described: String::new() });
-                        flavors.len() - 1
-                    }
-                };
-                let n = resources.len();
-                queues.push(QueueDef {
-                    name: DEFAULT_QUEUE.into(),
-                    preempt_lower_priority: false,
-                    ordering: &policy::ORDERING[0],
-                    placement: &policy::PLACEMENT[0],
-                    strategy: QueueingStrategy::BestEffortFifo,
-                    groups: vec![GroupDef { resources: (0..n).collect(), slots: 0..1 }],
-                    slots: vec![SlotDef { flavor, group: 0, quota: vec![Milli::UNLIMITED; n] }],
-                    covered: vec![Some(0); n],
-                    covers_everything: true,
-                });
-                queue_ids.insert(DEFAULT_QUEUE.into(), queues.len() - 1);
-                queues.len() - 1
-            }
-        };
-        default_queue = Some(q);
-    }
+    let default_queue = rules.is_empty().then(|| queue_ids[DEFAULT_QUEUE]);
 
     Ok(Compiled { resources, flavors, queues, queue_ids, rules, default_queue })
+}
+
+/// Adds the built-in `default` queue: unlimited quota for every resource (even names no
+/// queue covers) under the config's flavor `default`, or one compile adds that matches every
+/// node.
+fn add_builtin_queue(resources: &[Name], flavors: &mut Vec<FlavorDef>, flavor_ids: &HashMap<&str, usize>, queues: &mut Vec<QueueDef>) {
+    let flavor = match flavor_ids.get(DEFAULT_QUEUE) {
+        Some(&f) => f,
+        None => {
+            flavors.push(FlavorDef { name: DEFAULT_QUEUE.into(), selector: vec![], described: String::new() });
+            flavors.len() - 1
+        }
+    };
+    let n = resources.len();
+    queues.push(QueueDef {
+        name: DEFAULT_QUEUE.into(),
+        preempt_lower_priority: false,
+        ordering: &policy::ORDERING[0],
+        placement: &policy::PLACEMENT[0],
+        strategy: QueueingStrategy::BestEffortFifo,
+        groups: vec![GroupDef { resources: (0..n).collect(), slots: 0..1 }],
+        slots: vec![SlotDef { flavor, group: 0, quota: vec![Milli::UNLIMITED; n] }],
+        covered: vec![Some(0); n],
+        covers_everything: true,
+    });
 }
 
 /// A quota number in milli-units, refusing negatives, NaN and more than 3 decimals.

@@ -17,10 +17,12 @@
 //! * [`compile`] resolves names to indices, converts quotas to fixed-point [`Milli`]
 //!   (thousandths, `i64`, no float drift) and picks policies by name from registries
 //!   ([`policy`]). A config that passed validation always compiles; one that did not yields
-//!   a [`CompileError`] with a path, never a panic. With no scheduling rules, every job goes
-//!   to the built-in `default` queue: the config's own queue of that name if it has one,
-//!   else one compile adds, with unlimited quota for every resource under a flavor `default`
-//!   (the config's flavor of that name, or one matching every node).
+//!   a [`CompileError`] with a path, never a panic (a property test holds the two to that:
+//!   `tests/compile.rs`). With no scheduling rules, every job goes to the built-in `default`
+//!   queue: the config's own queue of that name if it has one, else one compile adds, with
+//!   unlimited quota for every resource under a flavor `default` (the config's flavor of
+//!   that name, or one matching every node). With rules but no queues, rules may name that
+//!   built-in queue.
 //! * [`route`]: rules in order, first match wins, a rule without selector catches the rest;
 //!   selectors are Kubernetes label selectors (`not_in` matches a job *without* the key).
 //!   No rule matching: rejected, naming the labels. Priority: requested, else the rule's
