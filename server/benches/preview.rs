@@ -20,13 +20,13 @@ use std::time::Instant;
 use app::config::parse::{parse, Format};
 use app::config::SchedulerConfig;
 use app::jobs::{FlavorUse, JobRequest, JobState, ResourceRequest};
-use server::db::Db;
+use server::store::Db;
 use server::engine::sim::{self, Arrival, Submit};
 use server::engine::{self, Labels, Node, Resources};
-use server::preview::{self, Control, Sources, Span};
-use server::runtime::store::{JobRow, JobStore};
-use server::service::ConfigService;
-use server::store::{ApplyMeta, ConfigStore};
+use server::services::preview::{self, Control, Sources, Span};
+use server::store::jobs::{JobRow, JobStore};
+use server::services::config::ConfigService;
+use server::store::config::{ApplyMeta, ConfigStore};
 use sqlx::Connection;
 
 #[global_allocator]
@@ -290,7 +290,7 @@ async fn main() {
         let Some(db) = fresh_db(kind).await else { continue };
         let config = Arc::new(ConfigService::new(ConfigStore::new(db.clone())));
         config.ensure_initial().await.unwrap();
-        config.apply(&server::auth::Caller::anonymous(), &active, &ApplyMeta::default()).await.unwrap();
+        config.apply(&server::services::auth::Caller::anonymous(), &active, &ApplyMeta::default()).await.unwrap();
         let store = JobStore::new(db.clone());
         let t = Instant::now();
         for chunk in rows.chunks(2000) {

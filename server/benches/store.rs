@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use app::config::parse::parse_auto;
 use app::config::SchedulerConfig;
-use server::db::Db;
-use server::service::ConfigService;
-use server::store::{ApplyMeta, ConfigStore};
+use server::store::Db;
+use server::services::config::ConfigService;
+use server::store::config::{ApplyMeta, ConfigStore};
 use sqlx::Connection;
 
 const SEED: &str = include_str!("../../app/src/config/testdata/seed_example.yaml");
@@ -67,7 +67,7 @@ async fn fill(db: &Db, config: &SchedulerConfig, n: i64) {
 async fn measure(db: Db, config: &SchedulerConfig) -> ((f64, f64), (f64, f64)) {
     let service = ConfigService::new(ConfigStore::new(db));
     let meta = ApplyMeta { message: Some("bench".into()), ..ApplyMeta::default() };
-    let caller = server::auth::Caller::anonymous();
+    let caller = server::services::auth::Caller::anonymous();
     let mut applies = Vec::with_capacity(APPLY_SAMPLES);
     for _ in 0..APPLY_SAMPLES {
         let t = Instant::now();

@@ -1,24 +1,24 @@
-//! The Berth server: CLI, HTTP API, dashboard serving, the versioned config store and the
-//! admission engine.
+//! The Berth server: CLI, HTTP API, dashboard serving, the services, the stores, the
+//! admission loop and the backends it dispatches to.
 //!
-//! Layers, top to bottom: `cli` (the binary's commands) → `http` (axum router, one error
-//! mapping) and `ui` (Leptos SSR) → `service` (the only entry to the data) → `store` → `db`.
-//! `engine` is pure: a snapshot in, a plan out; `preview` replays recorded workload through
-//! it under a draft config.
+//! Layers, top to bottom:
+//! - `cli` (the binary's commands; over HTTP) and `http` (the axum router, the dashboard's
+//!   server functions, one error mapping);
+//! - `services`: config, jobs, views, auth and preview, the one entry every caller goes
+//!   through;
+//! - `admission`: the loop that owns the live jobs, decides with `engine` and runs the
+//!   decisions on `backends`;
+//! - `store`: the database pool and all SQL.
+//!
+//! `engine` is pure: a snapshot in, a plan out; `clock` is the one source of time.
 
-pub mod auth;
+pub mod admission;
+pub mod backends;
 pub mod cli;
-pub mod cli_auth;
-pub mod cli_jobs;
-pub mod cli_preview;
-pub mod client;
-pub mod db;
+pub mod clock;
 pub mod engine;
 pub mod http;
-pub mod preview;
 pub mod serve;
-pub mod runtime;
-pub mod service;
+pub mod services;
 pub mod state;
 pub mod store;
-pub mod ui;

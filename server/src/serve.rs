@@ -6,9 +6,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use leptos::config::{Env, LeptosOptions};
 
 use crate::cli::ServeArgs;
-use crate::db::{redact_url, Db};
+use crate::store::{redact_url, Db};
 use crate::engine::{Milli, Resources};
-use crate::runtime::ray::RayConfig;
+use crate::backends::ray::RayConfig;
 use crate::state::{AppState, RuntimeOptions};
 
 /// Runs the server until it is asked to stop.

@@ -4,14 +4,14 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::auth::Auth;
-use crate::db::Db;
-use crate::runtime::backend::{Backend, Registry};
-use crate::runtime::local::{LocalBackend, LocalConfig};
-use crate::runtime::ray::{RayBackend, RayConfig};
-use crate::runtime::store::JobStore;
-use crate::runtime::{Runtime, Settings};
-use crate::service::ConfigService;
+use crate::services::auth::Auth;
+use crate::store::Db;
+use crate::backends::{Backend, Registry};
+use crate::backends::local::{LocalBackend, LocalConfig};
+use crate::backends::ray::{RayBackend, RayConfig};
+use crate::store::jobs::JobStore;
+use crate::services::jobs::{Runtime, Settings};
+use crate::services::config::ConfigService;
 
 /// Everything a request may need.
 #[derive(Debug, Clone)]
@@ -65,7 +65,7 @@ impl AppState {
     /// State over a migrated database: creates config version 1 on a fresh one, recovers
     /// unfinished jobs and starts the admission loop.
     pub async fn start(db: Db, options: RuntimeOptions) -> anyhow::Result<Self> {
-        let config = Arc::new(ConfigService::new(crate::store::ConfigStore::new(db.clone())));
+        let config = Arc::new(ConfigService::new(crate::store::config::ConfigStore::new(db.clone())));
         config.ensure_initial().await.context("cannot prepare the config store")?;
         let auth = Arc::new(Auth::new(db.clone(), options.access.anonymous));
         let made = auth.bootstrap(options.access.admin_token.as_deref()).await.context("cannot create the first admin token")?;

@@ -165,7 +165,7 @@ fn config_parser_and_validator_never_panic() {
 fn job_request_decoder_and_checks_never_panic() {
     run("job request", &REQUESTS, &JSON_TOKENS, |text| match serde_json::from_str::<JobRequest>(text) {
         Ok(req) => {
-            let _ = server::runtime::request::check(&req);
+            let _ = server::services::request::check(&req);
             true
         }
         Err(_) => false,

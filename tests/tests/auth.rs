@@ -40,7 +40,7 @@ struct Answer {
 impl Server {
     async fn start(backend: Backend) -> Server {
         let db_url = fresh_database(backend).await;
-        let data_dir = std::env::temp_dir().join(format!("berth_auth_{}", server::runtime::new_id("d")));
+        let data_dir = std::env::temp_dir().join(format!("berth_auth_{}", server::clock::new_id("d")));
         let mut options = RuntimeOptions::local(data_dir.clone());
         options.access.anonymous = false;
         options.access.admin_token = Some(ADMIN.into());
@@ -366,7 +366,7 @@ async fn pages_carry_a_strict_content_security_policy(backend: Backend) {
 async fn sign_in_failures_are_rate_limited(backend: Backend) {
     let s = Server::start(backend).await;
     let good = s.token("gil", Role::Viewer).await;
-    for i in 0..server::auth::SIGNIN_FAILURES {
+    for i in 0..server::services::auth::SIGNIN_FAILURES {
         let r = s.sign_in_form(&[("token", &format!("berth_guess_{i}"))], &[]).await;
         assert_eq!(r.status().as_u16(), 303, "attempt {i} is answered");
     }

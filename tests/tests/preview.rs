@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use app::jobs::{FlavorUse, JobRequest, JobState, ResourceRequest};
 use common::{fresh_database, Backend, TestApp};
 use serde_json::{json, Value};
-use server::runtime::local::LocalConfig;
-use server::runtime::store::{JobRow, JobStore};
+use server::backends::local::LocalConfig;
+use server::store::jobs::{JobRow, JobStore};
 use server::state::RuntimeOptions;
 
 const PREVIEW: &str = "/api/v1/scheduler/config/preview";
@@ -46,7 +46,7 @@ scheduling_rules:
 /// over the same database to record a workload into.
 async fn spawn(backend: Backend) -> (TestApp, JobStore) {
     let db_url = fresh_database(backend).await;
-    let data_dir = std::env::temp_dir().join(format!("berth_preview_{}_{}", std::process::id(), server::runtime::new_id("d")));
+    let data_dir = std::env::temp_dir().join(format!("berth_preview_{}_{}", std::process::id(), server::clock::new_id("d")));
     let mut local = LocalConfig::detect(data_dir.clone());
     local.node_id = "node-1".into();
     local.capacity = server::engine::Resources::units(&[("cpu", 64), ("memory_gb", 256)]);

@@ -40,13 +40,14 @@ use app::config::{MatchExpression, Operator};
 use app::jobs::{FlavorUse, JobState};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::backend::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
-use super::store::{JobRow, JobStore, NewEvent, NewSample};
-use super::{now_us, RuntimeError, Settings, Shared};
+use crate::backends::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
+use crate::clock::now_us;
+use crate::services::jobs::{RuntimeError, Settings, Shared};
+use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
 use crate::engine::policy::QueueingStrategy;
 use crate::engine::quick::{fifo_rank, Cut, FifoRank};
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
-use crate::service::ConfigService;
+use crate::services::config::ConfigService;
 
 /// A job the loop holds in memory: its row plus the engine's view of it.
 #[derive(Debug, Clone)]
@@ -63,7 +64,7 @@ impl Live {
     /// A live job from its stored row; `request` is recomputed from the spec, and the queue's
     /// name is the config's copy when it has that queue.
     pub fn from_row(row: JobRow, compiled: &Compiled) -> Live {
-        let request = super::request::check(&row.spec).unwrap_or_default();
+        let request = crate::services::request::check(&row.spec).unwrap_or_default();
         let flavors = row
             .flavors
             .iter()
@@ -144,15 +145,15 @@ impl Waiting {
 
 /// The loop task's own data.
 pub struct Loop {
-    pub(super) state: State,
-    pub(super) store: JobStore,
-    pub(super) backends: Registry,
-    pub(super) settings: Settings,
-    pub(super) shared: Arc<RwLock<Shared>>,
-    pub(super) config: Arc<ConfigService>,
-    pub(super) cmds: mpsc::UnboundedReceiver<Cmd>,
-    pub(super) exits: mpsc::UnboundedReceiver<Exit>,
-    pub(super) config_rx: watch::Receiver<i64>,
+    pub(crate) state: State,
+    pub(crate) store: JobStore,
+    pub(crate) backends: Registry,
+    pub(crate) settings: Settings,
+    pub(crate) shared: Arc<RwLock<Shared>>,
+    pub(crate) config: Arc<ConfigService>,
+    pub(crate) cmds: mpsc::UnboundedReceiver<Cmd>,
+    pub(crate) exits: mpsc::UnboundedReceiver<Exit>,
+    pub(crate) config_rx: watch::Receiver<i64>,
     /// Results of the start tasks (see [`Loop::launch`]).
     started_tx: mpsc::UnboundedSender<Started>,
     started_rx: mpsc::UnboundedReceiver<Started>,
@@ -264,7 +265,7 @@ impl Batch {
 
 impl Loop {
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
+    pub(crate) fn new(
         store: JobStore,
         backends: Registry,
         settings: Settings,
@@ -316,7 +317,7 @@ impl Loop {
     }
 
     /// Reloads unfinished jobs and re-attaches running ones to their backends.
-    pub(super) async fn recover(&mut self) -> Result<(), RuntimeError> {
+    pub(crate) async fn recover(&mut self) -> Result<(), RuntimeError> {
         let rows = self.store.load_unfinished().await?;
         let now = now_us();
         let mut batch = Batch::default();
@@ -417,7 +418,7 @@ impl Loop {
     }
 
     /// Runs until the command channel closes (the server shuts down).
-    pub(super) async fn run(mut self) {
+    pub(crate) async fn run(mut self) {
         let mut tick = tokio::time::interval(self.settings.tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut exits = Vec::new();
@@ -944,7 +945,7 @@ impl Loop {
     }
 
     /// Whether the backend a job was admitted to records its starts (see
-    /// [`Backend::records_starts`](super::backend::Backend::records_starts)).
+    /// [`Backend::records_starts`](crate::backends::Backend::records_starts)).
     fn records_starts(&self, key: &Name) -> bool {
         let backend = self.state.jobs.get(key).and_then(|l| l.row.backend.as_deref());
         backend.and_then(|b| self.backends.get(b)).is_some_and(|b| b.records_starts())
@@ -1260,7 +1261,7 @@ impl Loop {
 /// When a running job passes its timeout (µs), if it has one.
 /// Writes a cycle's rows and events, trying 5 times, each failure followed by a growing
 /// pause (0.1 to 1.6 s).
-async fn persist(store: &JobStore, now: i64, rows: &[(&JobRow, bool)], events: &[NewEvent]) -> Result<(), super::store::JobStoreError> {
+async fn persist(store: &JobStore, now: i64, rows: &[(&JobRow, bool)], events: &[NewEvent]) -> Result<(), crate::store::jobs::JobStoreError> {
     let mut result = Ok(());
     for attempt in 0..5u32 {
         result = store.update(now, rows, events).await;

@@ -6,6 +6,10 @@
 //! late exit of a preempted or cancelled run is never mistaken for the current one, and Ray
 //! (which refuses to reuse a submission id) gets a fresh id per attempt.
 
+
+pub mod local;
+pub mod ray;
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;

@@ -4,8 +4,8 @@ use anyhow::{bail, Result};
 use app::auth::{AuditPage, CreatedToken, NewToken, Role, TokenInfo, Whoami};
 
 use crate::cli::{AuditArgs, Cli, Output, TokensCommand};
-use crate::cli_jobs::{finish, show};
-use crate::client::encode;
+use crate::cli::jobs::{finish, show};
+use crate::cli::client::encode;
 
 /// `berth tokens create|list|revoke`.
 pub async fn run_tokens(cli: &Cli, command: &TokensCommand) -> Result<i32> {

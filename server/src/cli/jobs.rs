@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::cli::{print_json, read_file, report_error, Cli, Output};
-use crate::client::{encode, ClientError};
+use crate::cli::client::{encode, ClientError};
 
 /// `berth jobs …`.
 #[derive(Debug, Subcommand)]

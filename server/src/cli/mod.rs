@@ -4,6 +4,11 @@
 //! Read commands print a table or YAML for people and take `-o json` for scripts. Exit codes:
 //! 0 success, 1 the request failed or the config is invalid, 2 bad usage (from clap).
 
+pub mod auth;
+pub mod client;
+pub mod jobs;
+pub mod preview;
+
 use std::io::Read;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -15,8 +20,8 @@ use app::config::yaml::to_canonical_yaml;
 use app::config::Report;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::cli_jobs::{run_events, run_jobs, run_nodes, run_queues, run_stages, EventsArgs, JobsCommand, StagesCommand};
-use crate::client::{Client, ClientError};
+use crate::cli::jobs::{run_events, run_jobs, run_nodes, run_queues, run_stages, EventsArgs, JobsCommand, StagesCommand};
+use crate::cli::client::{Client, ClientError};
 
 /// Berth: a resource scheduler for ML and batch teams.
 #[derive(Debug, Parser)]
@@ -137,9 +142,9 @@ impl Cli {
             Command::Nodes { output } => run_nodes(self, *output).await,
             Command::Events(args) => run_events(self, args).await,
             Command::Stages(c) => run_stages(self, c).await,
-            Command::Tokens(c) => crate::cli_auth::run_tokens(self, c).await,
-            Command::Audit(args) => crate::cli_auth::run_audit(self, args).await,
-            Command::Whoami { output } => crate::cli_auth::run_whoami(self, *output).await,
+            Command::Tokens(c) => crate::cli::auth::run_tokens(self, c).await,
+            Command::Audit(args) => crate::cli::auth::run_audit(self, args).await,
+            Command::Whoami { output } => crate::cli::auth::run_whoami(self, *output).await,
         }
     }
 }
@@ -332,7 +337,7 @@ pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
             client.preview(&text, window).await.map(|r| match output {
                 Output::Json => print_json(&r),
                 Output::Yaml => print!("{}", serde_yaml::to_string(&r).unwrap_or_default()),
-                Output::Text => crate::cli_preview::print(&r, *max_changes),
+                Output::Text => crate::cli::preview::print(&r, *max_changes),
             })
         }
         ConfigCommand::Get { version, output } => client.get(*version).await.map(|v| match output {

@@ -25,7 +25,7 @@ use serde::Deserialize;
 
 use super::body::{Params, RawBody};
 use super::error::ApiError;
-use crate::auth::{Caller, SESSION_COOKIE, SESSION_TTL};
+use crate::services::auth::{Caller, SESSION_COOKIE, SESSION_TTL};
 use crate::state::AppState;
 
 /// Routes nested under `/api/v1`.

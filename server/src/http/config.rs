@@ -20,10 +20,10 @@ use serde_json::json;
 
 use super::body::{parse_i64, respond, sent_yaml, wants_yaml, Params, PathText, RawBody};
 use super::error::ApiError;
-use crate::auth::Caller;
-use crate::service::ServiceError;
+use crate::services::auth::Caller;
+use crate::services::config::ServiceError;
 use crate::state::AppState;
-use crate::store::ApplyMeta;
+use crate::store::config::ApplyMeta;
 
 /// The config routes, to be nested under `/api/v1/scheduler/config`.
 pub fn routes() -> Router<AppState> {

@@ -16,17 +16,17 @@ use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
-use crate::auth::{AuthError, Caller};
+use crate::services::auth::{AuthError, Caller};
 use crate::http::auth::CspNonce;
 use crate::http::body::Params;
 use crate::http::error::ApiError;
 use crate::http::jobs::{event_query, history_query, job_query, last_lines, tail_bytes};
-use crate::runtime::backend::Stream;
-use crate::runtime::store::time_of;
-use crate::runtime::RuntimeError;
-use crate::service::ServiceError;
+use crate::backends::Stream;
+use crate::store::jobs::time_of;
+use crate::services::jobs::RuntimeError;
+use crate::services::config::ServiceError;
 use crate::state::AppState;
-use crate::store::{ApplyMeta, StoreError};
+use crate::store::config::{ApplyMeta, StoreError};
 
 /// The dashboard routes and the static files under the site root.
 pub fn dashboard(state: AppState, options: LeptosOptions) -> Router {
@@ -157,15 +157,15 @@ impl Backend for AppState {
     fn preview(&self, yaml: String, window: String, token: String) -> Answer<'_, PreviewReport> {
         Box::pin(async move {
             let draft = parse(&yaml, Format::Yaml).map_err(|problems| problems.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("; "))?;
-            let now = crate::runtime::now_us();
-            let span = crate::preview::window::resolve(Some(&serde_json::Value::String(window)), now)?;
-            crate::preview::run_tracked(&crate::preview::Sources::of(self), &draft, span, now, &token)
+            let now = crate::clock::now_us();
+            let span = crate::services::preview::window::resolve(Some(&serde_json::Value::String(window)), now)?;
+            crate::services::preview::run_tracked(&crate::services::preview::Sources::of(self), &draft, span, now, &token)
                 .await
                 .map_err(|e| crate::http::error::ApiError::from(e).message)
         })
     }
     fn preview_progress(&self, token: String) -> Option<(u64, u64)> {
-        crate::preview::progress(&token)
+        crate::services::preview::progress(&token)
     }
 
     fn queues(&self) -> Answer<'_, Vec<QueueView>> {

@@ -6,11 +6,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use crate::auth::{AuthError, Denied};
-use crate::preview::PreviewError;
-use crate::runtime::RuntimeError;
-use crate::service::ServiceError;
-use crate::store::StoreError;
+use crate::services::auth::{AuthError, Denied};
+use crate::services::preview::PreviewError;
+use crate::services::jobs::RuntimeError;
+use crate::services::config::ServiceError;
+use crate::store::config::StoreError;
 
 /// An API error: status, machine-readable code, message for people, optional details.
 #[derive(Debug)]

@@ -6,7 +6,7 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use super::error::ApiError;
-use crate::auth::Caller;
+use crate::services::auth::Caller;
 
 impl<S: Send + Sync> FromRequestParts<S> for Caller {
     type Rejection = ApiError;

@@ -18,10 +18,11 @@ use serde_json::json;
 
 use super::body::{Params, PathText, RawBody};
 use super::error::ApiError;
-use crate::auth::Caller;
-use crate::runtime::backend::Stream;
-use crate::runtime::store::{time_of, EventFilter, HistoryQuery, JobFilter};
-use crate::runtime::{now_us, RuntimeError, MAX_PAGE};
+use crate::services::auth::Caller;
+use crate::backends::Stream;
+use crate::store::jobs::{time_of, EventFilter, HistoryQuery, JobFilter};
+use crate::clock::now_us;
+use crate::services::jobs::{RuntimeError, MAX_PAGE};
 use crate::state::AppState;
 
 /// Routes nested under `/api/v1`.

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod body;
 pub mod config;
+pub mod dashboard;
 pub mod error;
 pub mod identity;
 pub mod jobs;
@@ -50,7 +51,7 @@ pub(crate) fn api_routes(state: AppState) -> Router {
 /// authenticated first.
 pub fn router(state: AppState, leptos: LeptosOptions) -> Router {
     api_routes(state.clone())
-        .merge(crate::ui::dashboard(state.clone(), leptos))
+        .merge(crate::http::dashboard::dashboard(state.clone(), leptos))
         .layer(axum::middleware::from_fn_with_state(state, auth::authenticate))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(30)))
         .layer(TraceLayer::new_for_http())

@@ -1,5 +1,5 @@
 //! `POST /api/v1/scheduler/config/preview`: what a draft config would have done to the
-//! recorded workload of a window, next to what the active config did (see `crate::preview`).
+//! recorded workload of a window, next to what the active config did (see `crate::services::preview`).
 //!
 //! Body: `{"config": <config object, or its YAML/JSON text>, "window": "24h" | {from, to}}`,
 //! or a bare config in YAML or JSON (then `?window=` picks the window). An invalid draft is a
@@ -15,8 +15,8 @@ use serde_json::Value;
 use super::body::{respond, sent_yaml, wants_yaml, Params, RawBody};
 use super::config::problems;
 use super::error::ApiError;
-use crate::preview::{self, window, Sources};
-use crate::runtime::now_us;
+use crate::services::preview::{self, window, Sources};
+use crate::clock::now_us;
 use crate::state::AppState;
 
 pub async fn preview(State(state): State<AppState>, headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {

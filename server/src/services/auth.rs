@@ -17,8 +17,8 @@ use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 use sqlx::Row;
 
-use crate::db::Db;
-use crate::runtime::now_us;
+use crate::store::Db;
+use crate::clock::now_us;
 
 /// How long a dashboard session lasts.
 pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);

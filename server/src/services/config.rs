@@ -8,8 +8,8 @@ use app::config::{Report, SchedulerConfig};
 
 use app::auth::Role;
 
-use crate::auth::{Caller, Denied};
-use crate::store::{ApplyMeta, ConfigStore, StoreError};
+use crate::services::auth::{Caller, Denied};
+use crate::store::config::{ApplyMeta, ConfigStore, StoreError};
 
 /// Largest page of versions a caller may ask for.
 pub const MAX_PAGE: i64 = 1000;

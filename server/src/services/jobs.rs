@@ -5,17 +5,8 @@
 //! that changes live jobs. Reads go to the database, plus the loop's live view for what only
 //! it knows (positions and reasons of waiting jobs, usage).
 
-pub mod admission;
-pub mod backend;
-pub mod local;
-pub mod ray;
-pub mod request;
-pub mod store;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::{BuildHasher, Hasher};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -26,13 +17,15 @@ use app::jobs::{
 };
 use tokio::sync::{mpsc, oneshot};
 
-use admission::{Cmd, Live, Loop, State};
-use backend::{Registry, RunId, Stream};
-use store::{EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
+use super::request;
+use crate::admission::{self, Cmd, Live, Loop, State};
+use crate::backends::{self as backend, local, Registry, RunId, Stream};
+use crate::clock::{new_id, now_us};
+use crate::store::jobs::{self as store, EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
 
-use crate::auth::{AuditRecord, Caller};
+use crate::services::auth::{AuditRecord, Caller};
 use crate::engine::{self, Compiled, Node};
-use crate::service::ConfigService;
+use crate::services::config::ConfigService;
 
 /// Tunables of the loop.
 #[derive(Debug, Clone)]
@@ -100,7 +93,7 @@ pub enum RuntimeError {
     NotLive(String),
     /// The caller may not do this.
     #[error(transparent)]
-    Forbidden(#[from] crate::auth::Denied),
+    Forbidden(#[from] crate::services::auth::Denied),
     #[error("the admission loop is not running")]
     Stopped,
     #[error("{0}")]
@@ -116,38 +109,6 @@ impl From<store::JobStoreError> for RuntimeError {
             other => RuntimeError::Store(other.to_string()),
         }
     }
-}
-
-/// Microseconds since the epoch.
-pub fn now_us() -> i64 {
-    chrono::Utc::now().timestamp_micros()
-}
-
-/// A new id: `j-` (or another prefix), the time in ms in base 36, a per-process counter
-/// (3 digits: ids made in the same millisecond by one server never collide, up to 46,656)
-/// and 4 random digits (against other servers). Safe for file names and Ray submission ids.
-pub fn new_id(prefix: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(n);
-    h.write_i64(now_us());
-    let ms = (now_us() / 1000) as u64;
-    format!("{prefix}-{}{}{}", base36(ms, 0), base36(n % 36u64.pow(3), 3), base36(h.finish() % 36u64.pow(4), 4))
-}
-
-fn base36(mut n: u64, width: usize) -> String {
-    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut out = Vec::new();
-    while n > 0 || out.is_empty() {
-        out.push(DIGITS[(n % 36) as usize]);
-        n /= 36;
-    }
-    while out.len() < width {
-        out.push(b'0');
-    }
-    out.reverse();
-    String::from_utf8(out).unwrap_or_default()
 }
 
 /// The handle the API and the dashboard use.
@@ -383,7 +344,7 @@ impl Runtime {
     async fn audit(&self, record: AuditRecord<'_>) {
         let written = async {
             let mut conn = self.store.pool().acquire().await?;
-            crate::auth::write_audit(&mut conn, &record).await
+            crate::services::auth::write_audit(&mut conn, &record).await
         };
         if let Err(e) = written.await {
             tracing::error!(error = %e, action = record.action, target = record.target, "cannot write the audit log");
@@ -737,14 +698,4 @@ fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
         views.push(view);
     }
     views
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn ids_made_in_a_burst_are_unique() {
-        let ids: std::collections::HashSet<String> = (0..20_000).map(|_| super::new_id("j")).collect();
-        assert_eq!(ids.len(), 20_000);
-        assert!(ids.iter().all(|id| id.starts_with("j-") && id[2..].chars().all(|c| c.is_ascii_alphanumeric())));
-    }
 }

@@ -9,7 +9,7 @@ use app::config::SchedulerConfig;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
 
-use crate::db::Db;
+use crate::store::Db;
 
 /// Store failures; "not found" and "conflict" are outcomes the API maps to 404 and 409.
 #[derive(Debug, thiserror::Error)]
@@ -96,7 +96,7 @@ impl ConfigStore {
             .await?;
         let action = if meta.rollback_of.is_some() { "config.rollback" } else { "config.apply" };
         let target = format!("version {version}");
-        crate::auth::write_audit(&mut tx, &crate::auth::AuditRecord { actor: &meta.creator_id, action, target: &target, detail: message }).await?;
+        crate::services::auth::write_audit(&mut tx, &crate::services::auth::AuditRecord { actor: &meta.creator_id, action, target: &target, detail: message }).await?;
         tx.commit().await?;
         Ok(Applied { version, previous })
     }

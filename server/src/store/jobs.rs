@@ -13,7 +13,7 @@ use sqlx::any::AnyRow;
 use sqlx::{AnyConnection, Row};
 use tokio::sync::watch;
 
-use crate::db::{Db, DbKind};
+use crate::store::{Db, DbKind};
 
 /// Store failures.
 #[derive(Debug, thiserror::Error)]
@@ -281,7 +281,7 @@ impl JobStore {
     }
 
     /// The pool, for writes that go beside the jobs' (the audit log).
-    pub fn pool(&self) -> &crate::db::AnyPool {
+    pub fn pool(&self) -> &crate::store::AnyPool {
         &self.db.pool
     }
 

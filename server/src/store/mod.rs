@@ -1,9 +1,13 @@
-//! The database: one pool over SQLite or PostgreSQL, chosen by the URL, migrated on connect.
+//! The store: one pool over SQLite or PostgreSQL, chosen by the URL, migrated on connect,
+//! and every SQL statement of the server, one module per kind of data.
 //!
 //! Queries are written once in the SQL both engines accept (`$1` placeholders, `RETURNING`,
 //! `BIGINT` timestamps in microseconds), and run through sqlx's `Any` driver. The exception:
-//! multi-row statements use `?` on SQLite (see `runtime/store.rs`), which is quadratic in
-//! the number of `$N` parameters.
+//! multi-row statements use `?` on SQLite (see [`jobs`]), which is quadratic in the number
+//! of `$N` parameters.
+
+pub mod config;
+pub mod jobs;
 
 use std::str::FromStr;
 

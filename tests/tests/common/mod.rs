@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub mod berth;
 
 use serde_json::Value;
-use server::db::Db;
+use server::store::Db;
 use server::state::{AppState, RuntimeOptions};
 
 /// Which database a test runs against.
@@ -83,7 +83,7 @@ impl TestApp {
         if let Some(t) = self.tokens.lock().unwrap().get(&key) {
             return t.clone();
         }
-        let admin = server::auth::Caller { role: app::auth::Role::Admin, ..server::auth::Caller::anonymous() };
+        let admin = server::services::auth::Caller { role: app::auth::Role::Admin, ..server::services::auth::Caller::anonymous() };
         let new = app::auth::NewToken { user: user.into(), role, label: Some("test".into()) };
         let created = self.state.auth.create_token(&admin, &new).await.expect("token");
         self.tokens.lock().unwrap().insert(key, created.secret.clone());

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::backend::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream};
+use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream};
 use crate::engine::{Labels, Milli, Node, Resources};
 
 /// How often logs are checked against their bound and an adopted run is looked at.
@@ -207,7 +207,7 @@ impl LocalBackend {
         let fail = |what: &str, e: io::Error| BackendError::Failed(format!("run {key}: {what}: {e}"));
         let paths = self.paths(&spec.run);
         if let Some(d) = &spec.working_dir {
-            super::request::workdir_allowed(&self.cfg.workdir_roots, d).map_err(BackendError::Failed)?;
+            crate::services::request::workdir_allowed(&self.cfg.workdir_roots, d).map_err(BackendError::Failed)?;
         }
         let work = match &spec.working_dir {
             Some(d) if Path::new(d).is_dir() => Some(PathBuf::from(d)),

@@ -39,8 +39,8 @@ use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::backend::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Reported, RunId, StartSpec, Stream};
-use super::now_us;
+use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Reported, RunId, StartSpec, Stream};
+use crate::clock::now_us;
 use crate::engine::{Labels, Milli, Name, Node, Resources};
 use usage::{Ledger, Report};
 

@@ -6,7 +6,7 @@
 //! `now + runtime`; victims go back to pending *keeping their original enqueue time* and
 //! their work restarts from zero when readmitted. After a plan with preemptions the cycle
 //! runs again at the same instant so the requeued victims are reconsidered. Used by the
-//! Kueue baseline bench and the what-if replay of recorded workload (`crate::preview`).
+//! Kueue baseline bench and the what-if replay of recorded workload (`crate::services::preview`).
 //!
 //! A replay can start mid-stream: [`Submit::Running`] jobs already hold quota and a node
 //! when the clock starts ([`Options::start_ms`]), arrivals from before the start are

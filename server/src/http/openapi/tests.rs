@@ -111,9 +111,9 @@ fn every_route_is_documented() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_documented_operation_is_routed() {
-    let dir = std::env::temp_dir().join(format!("berth_openapi_{}_{}", std::process::id(), crate::runtime::now_us()));
+    let dir = std::env::temp_dir().join(format!("berth_openapi_{}_{}", std::process::id(), crate::clock::now_us()));
     std::fs::create_dir_all(&dir).unwrap();
-    let db = crate::db::Db::connect(&format!("sqlite://{}/berth.db", dir.display())).await.unwrap();
+    let db = crate::store::Db::connect(&format!("sqlite://{}/berth.db", dir.display())).await.unwrap();
     // No local backend: nothing submitted here could ever run.
     let options = crate::state::RuntimeOptions { local: None, ..crate::state::RuntimeOptions::local(dir.clone()) };
     let state = crate::state::AppState::start(db, options).await.unwrap();

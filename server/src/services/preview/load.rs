@@ -17,8 +17,8 @@ use app::jobs::JobState;
 
 use crate::engine::sim::{Arrival, Submit};
 use crate::engine::{FlavorAssignment, Labels, Name};
-use crate::runtime::request;
-use crate::runtime::store::{JobRow, JobStore, JobStoreError};
+use crate::services::request;
+use crate::store::jobs::{JobRow, JobStore, JobStoreError};
 
 use super::window::Span;
 

@@ -33,8 +33,8 @@ use app::preview::PreviewReport;
 
 use crate::engine::sim::{self, Cancelled};
 use crate::engine::{self, Compiled, Node};
-use crate::runtime::store::{time_of, JobStore, JobStoreError};
-use crate::service::{ConfigService, ServiceError};
+use crate::store::jobs::{time_of, JobStore, JobStoreError};
+use crate::services::config::{ConfigService, ServiceError};
 
 pub use window::Span;
 

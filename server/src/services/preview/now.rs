@@ -12,8 +12,8 @@ use app::jobs::JobState;
 use app::preview::{NowImpact, NowJob, NowPreemption, OverQuota};
 
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, RunningJob, Snapshot};
-use crate::runtime::request;
-use crate::runtime::store::JobRow;
+use crate::services::request;
+use crate::store::jobs::JobRow;
 
 /// What applying `draft` now would do, next to what `active` does at the same moment.
 pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, nodes: &[Node], now_us: i64) -> NowImpact {
