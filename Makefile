@@ -15,7 +15,7 @@ BERTH_DATABASE_URL ?= sqlite://data/berth.db
 # Anonymous local mode (no sign-in) on loopback; `make run BERTH_ACCESS=` to require tokens.
 BERTH_ACCESS ?= --anonymous
 
-.PHONY: run test build site server deps-run deps-test unit e2e bench release clean-site
+.PHONY: run test build site server install deps-run deps-test unit e2e bench release clean-site
 
 ## run: install what is missing, build, serve on http://$(BERTH_ADDR) with SQLite
 run: deps-run build
@@ -52,6 +52,13 @@ build: server site
 
 server:
 	cargo build -p berth-server --bin berth
+
+## install: build the `berth` binary and copy it to ~/.cargo/bin (on PATH wherever rustup is
+## installed); run it again after pulling to update the copy
+install: server
+	@mkdir -p $(HOME)/.cargo/bin
+	install -m 0755 $(BIN) $(HOME)/.cargo/bin/berth
+	@echo "installed $(HOME)/.cargo/bin/berth"
 
 ECHARTS := frontend/node_modules/echarts/dist/echarts.min.js
 # npm writes this marker on install; reinstall when the lock file is newer.
