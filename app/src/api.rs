@@ -15,6 +15,10 @@ pub struct ConfigVersion {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     pub config: SchedulerConfig,
+    /// On the active version only, when the server cannot run it (stored by an older build):
+    /// what is wrong and which version runs instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_in_force: Option<String>,
 }
 
 /// A version without its config (`GET /api/v1/scheduler/config/versions`).

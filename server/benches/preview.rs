@@ -288,8 +288,7 @@ async fn main() {
     let mut table = Vec::new();
     for kind in ["sqlite", "postgres"] {
         let Some(db) = fresh_db(kind).await else { continue };
-        let config = Arc::new(ConfigService::new(ConfigStore::new(db.clone())));
-        config.ensure_initial().await.unwrap();
+        let config = Arc::new(ConfigService::start(ConfigStore::new(db.clone())).await.unwrap());
         config.apply(&server::services::auth::Caller::anonymous(), &active, &ApplyMeta::default()).await.unwrap();
         let store = JobStore::new(db.clone());
         let t = Instant::now();

@@ -65,7 +65,7 @@ async fn fill(db: &Db, config: &SchedulerConfig, n: i64) {
 }
 
 async fn measure(db: Db, config: &SchedulerConfig) -> ((f64, f64), (f64, f64)) {
-    let service = ConfigService::new(ConfigStore::new(db));
+    let service = ConfigService::start(ConfigStore::new(db)).await.unwrap();
     let meta = ApplyMeta { message: Some("bench".into()), ..ApplyMeta::default() };
     let caller = server::services::auth::Caller::anonymous();
     let mut applies = Vec::with_capacity(APPLY_SAMPLES);

@@ -12,6 +12,7 @@ use crate::backends::ray::{RayBackend, RayConfig};
 use crate::store::jobs::JobStore;
 use crate::services::jobs::{Runtime, Settings};
 use crate::services::config::ConfigService;
+use crate::store::config::ConfigStore;
 
 /// Everything a request may need.
 #[derive(Debug, Clone)]
@@ -65,8 +66,7 @@ impl AppState {
     /// State over a migrated database: creates config version 1 on a fresh one, recovers
     /// unfinished jobs and starts the admission loop.
     pub async fn start(db: Db, options: RuntimeOptions) -> anyhow::Result<Self> {
-        let config = Arc::new(ConfigService::new(crate::store::config::ConfigStore::new(db.clone())));
-        config.ensure_initial().await.context("cannot prepare the config store")?;
+        let config = Arc::new(ConfigService::start(ConfigStore::new(db.clone())).await.context("cannot prepare the config store")?);
         let auth = Arc::new(Auth::new(db.clone(), options.access.anonymous));
         let made = auth.bootstrap(options.access.admin_token.as_deref()).await.context("cannot create the first admin token")?;
         if let Some(secret) = made {

@@ -318,6 +318,65 @@ async fn dashboard_renders_the_active_config(backend: Backend) {
     assert!(html.contains(r#"data-queue="research""#), "the overview lists the seed's queues");
 }
 
+/// Rules and no queues, routed to the built-in `default`: what a new user wrote and what once
+/// bricked the server. It validates, applies, and jobs run under it.
+const RULES_WITHOUT_QUEUES: &str = "scheduling_rules:\n  - resource_queue: default\n";
+
+async fn rules_without_queues_validate_apply_and_run_jobs(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (status, report) = app.post(&format!("{API}/validate"), "application/yaml", RULES_WITHOUT_QUEUES, None).await;
+    assert_eq!((status, &report["valid"]), (200, &json!(true)), "{report}");
+    let (status, body) = app.apply_yaml(RULES_WITHOUT_QUEUES, "").await;
+    assert_eq!(status, 200, "{body}");
+    let (status, job) = app.post("/api/v1/jobs", "application/json", json!({"entrypoint": "true"}).to_string(), None).await;
+    assert_eq!(status, 201, "a submission after the apply is routed by it: {job}");
+    assert_eq!(job["queue"], "default");
+    let id = job["id"].as_str().unwrap().to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, j) = app.get(&format!("/api/v1/jobs/{id}")).await;
+        if j["state"] == "succeeded" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the job did not succeed under the applied config: {j}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A database whose active version cannot run (stored by an older build, here written
+/// straight into the table) still starts: it runs the newest version that can, and says so.
+async fn an_unrunnable_active_version_from_before_does_not_stop_the_server(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let runnable = "resource_flavors:\n  - name: local\nresource_queues:\n  - name: research\n    resource_groups:\n      - covered_resources: [cpu]\n        flavors:\n          - name: local\nscheduling_rules:\n  - resource_queue: research\n";
+    let (status, body) = app.apply_yaml(runnable, "").await;
+    assert_eq!(status, 200, "{body}");
+    let bad = json!({"scheduling_rules": [{"resource_queue": "nowhere"}]}).to_string();
+    let pool = &app.state.db.pool;
+    sqlx::query("UPDATE config_head SET active_version = 3 WHERE id = 1").execute(pool).await.unwrap();
+    sqlx::query("INSERT INTO config_versions (version, created_at_us, creator_id, message, config_json) VALUES (3, 0, 'old-build', NULL, $1)")
+        .bind(bad)
+        .execute(pool)
+        .await
+        .unwrap();
+    let data_dir = std::env::temp_dir().join(format!("berth_data_{}", server::clock::new_id("d")));
+    let restarted = TestApp::spawn_with(app.db_url.clone(), server::state::RuntimeOptions::local(data_dir)).await;
+    let (status, v) = restarted.get(API).await;
+    assert_eq!(status, 200);
+    assert_eq!(v["version"], 3);
+    let note = v["not_in_force"].as_str().unwrap_or_default();
+    assert!(note.contains("version 3") && note.contains("nowhere") && note.contains("keeps running version 2"), "{v}");
+    // Jobs are routed by version 2.
+    let (status, job) = restarted.post("/api/v1/jobs", "application/json", json!({"entrypoint": "true"}).to_string(), None).await;
+    assert_eq!(status, 201, "{job}");
+    assert_eq!(job["queue"], "research");
+    // Applying a corrected config puts it in force, and the note goes.
+    let (status, body) = restarted.apply_yaml(SEED, "").await;
+    assert_eq!(status, 200, "{body}");
+    let (_, v) = restarted.get(API).await;
+    assert_eq!(v["version"], 4);
+    assert!(v.get("not_in_force").is_none(), "{v}");
+}
+
 on_both_databases!(
     fresh_install_has_version_one,
     seed_example_applies_and_reads_back_identical,
@@ -333,4 +392,6 @@ on_both_databases!(
     nul_characters_are_client_errors,
     creator_is_anonymous_without_credentials,
     dashboard_renders_the_active_config,
+    rules_without_queues_validate_apply_and_run_jobs,
+    an_unrunnable_active_version_from_before_does_not_stop_the_server,
 );

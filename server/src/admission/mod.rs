@@ -47,7 +47,7 @@ use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
 use crate::engine::policy::QueueingStrategy;
 use crate::engine::quick::{fifo_rank, Cut, FifoRank};
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
-use crate::services::config::ConfigService;
+use crate::services::config::{ActiveConfig, ConfigService};
 
 /// A job the loop holds in memory: its row plus the engine's view of it.
 #[derive(Debug, Clone)]
@@ -150,10 +150,9 @@ pub struct Loop {
     pub(crate) backends: Registry,
     pub(crate) settings: Settings,
     pub(crate) shared: Arc<RwLock<Shared>>,
-    pub(crate) config: Arc<ConfigService>,
     pub(crate) cmds: mpsc::UnboundedReceiver<Cmd>,
     pub(crate) exits: mpsc::UnboundedReceiver<Exit>,
-    pub(crate) config_rx: watch::Receiver<i64>,
+    pub(crate) config_rx: watch::Receiver<Arc<ActiveConfig>>,
     /// Results of the start tasks (see [`Loop::launch`]).
     started_tx: mpsc::UnboundedSender<Started>,
     started_rx: mpsc::UnboundedReceiver<Started>,
@@ -274,11 +273,10 @@ impl Loop {
         cmds: mpsc::UnboundedReceiver<Cmd>,
         exits: mpsc::UnboundedReceiver<Exit>,
     ) -> Loop {
-        let (compiled, config_version, nodes) = {
-            let s = shared.read().unwrap_or_else(|e| e.into_inner());
-            (s.compiled.clone(), s.config_version, s.nodes.as_ref().clone())
-        };
-        let config_rx = config.subscribe();
+        let nodes = shared.read().unwrap_or_else(|e| e.into_inner()).nodes.as_ref().clone();
+        let mut config_rx = config.subscribe();
+        let active = config_rx.borrow_and_update().clone();
+        let (compiled, config_version) = (active.compiled.clone(), active.version);
         let (started_tx, started_rx) = mpsc::unbounded_channel();
         Loop {
             state: State { jobs: HashMap::new(), waiting: Waiting::default(), compiled, config_version, nodes, stages: HashMap::new() },
@@ -286,7 +284,6 @@ impl Loop {
             backends,
             settings,
             shared,
-            config,
             cmds,
             exits,
             config_rx,
@@ -438,7 +435,7 @@ impl Loop {
                 },
                 Some(e) = self.exits.recv() => exits.push(e),
                 Some(s) = self.started_rx.recv() => started.push(s),
-                Ok(()) = self.config_rx.changed() => self.reload_config().await,
+                Ok(()) = self.config_rx.changed() => self.reload_config(),
                 _ = tick.tick() => ticked = true,
                 _ = tokio::time::sleep_until(self.flush_at.unwrap_or_else(tokio::time::Instant::now)), if self.flush_at.is_some() => {}
                 done = async { self.committing.as_mut().expect("checked").await }, if self.committing.is_some() => {
@@ -467,37 +464,29 @@ impl Loop {
             // A command sent after an apply returned is decided under that config, whichever
             // branch the select took first.
             if self.config_rx.has_changed().unwrap_or(false) {
-                self.reload_config().await;
+                self.reload_config();
             }
             self.cycle(std::mem::take(&mut cmds), std::mem::take(&mut started), std::mem::take(&mut exits), ticked).await;
         }
     }
 
-    async fn reload_config(&mut self) {
-        let version = *self.config_rx.borrow_and_update();
-        if version == self.state.config_version {
+    /// Takes the config the last apply put in force (compiled by the config service).
+    fn reload_config(&mut self) {
+        let active = self.config_rx.borrow_and_update().clone();
+        if active.version == self.state.config_version && Arc::ptr_eq(&active.compiled, &self.state.compiled) {
             return;
         }
-        match self.config.get(Some(version)).await.map_err(|e| e.to_string()).and_then(|v| engine::compile(&v.config).map_err(|e| e.to_string())) {
-            Ok(compiled) => {
-                self.state.compiled = Arc::new(compiled);
-                self.state.config_version = version;
-                self.publish();
-                self.dirty = true;
-                self.reroute_needed = true;
-                self.usage_dirty = true;
-                // New quotas: sample at once.
-                self.last_sample = None;
-            }
-            Err(e) => tracing::error!(version, error = %e, "cannot load the applied config; keeping the previous one"),
-        }
+        self.state.compiled = active.compiled.clone();
+        self.state.config_version = active.version;
+        self.dirty = true;
+        self.reroute_needed = true;
+        self.usage_dirty = true;
+        // New quotas: sample at once.
+        self.last_sample = None;
     }
 
     fn publish(&self) {
-        let mut s = self.shared.write().unwrap_or_else(|e| e.into_inner());
-        s.compiled = self.state.compiled.clone();
-        s.config_version = self.state.config_version;
-        s.nodes = Arc::new(self.state.nodes.clone());
+        self.shared.write().unwrap_or_else(|e| e.into_inner()).nodes = Arc::new(self.state.nodes.clone());
     }
 
     async fn cycle(&mut self, cmds: Vec<Cmd>, started: Vec<Started>, exits: Vec<Exit>, ticked: bool) {

@@ -340,9 +340,14 @@ pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
                 Output::Text => crate::cli::preview::print(&r, *max_changes),
             })
         }
-        ConfigCommand::Get { version, output } => client.get(*version).await.map(|v| match output {
-            Output::Json => print_json(&v),
-            Output::Yaml | Output::Text => print!("{}", to_canonical_yaml(&v.config)),
+        ConfigCommand::Get { version, output } => client.get(*version).await.map(|v| {
+            if let Some(note) = &v.not_in_force {
+                eprintln!("warning: {note}");
+            }
+            match output {
+                Output::Json => print_json(&v),
+                Output::Yaml | Output::Text => print!("{}", to_canonical_yaml(&v.config)),
+            }
         }),
         ConfigCommand::Versions { max_items, cursor, output } => {
             client.versions(*max_items, cursor.as_deref()).await.map(|page| match output {

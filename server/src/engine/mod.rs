@@ -94,7 +94,7 @@ mod snapshot;
 mod state;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use compile::{compile, CompileError, Compiled, QuotaCell, DEFAULT_QUEUE};
 pub use cycle::schedule;

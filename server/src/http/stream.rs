@@ -39,7 +39,7 @@ async fn changes(State(state): State<AppState>) -> Sse<impl Stream<Item = Result
             }
             tokio::time::sleep(COALESCE).await;
         }
-        let data = json!({ "jobs": *jobs.borrow_and_update(), "config": *config.borrow_and_update() });
+        let data = json!({ "jobs": *jobs.borrow_and_update(), "config": config.borrow_and_update().version });
         Some((Ok(Event::default().event("change").data(data.to_string())), (jobs, config, stop, false)))
     });
     Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))

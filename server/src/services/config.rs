@@ -1,13 +1,22 @@
-//! The service layer: the one place that answers the REST API and the dashboard's server
-//! functions. It validates before it stores, so nothing invalid is ever written.
+//! The config service: versions of the scheduler config, and the one active config.
+//!
+//! An apply runs parse (by the caller) → validate → compile → store, in that order, so
+//! nothing is stored that the admission loop could not run. The compiled config it stored is
+//! then published ([`ActiveConfig`]) to the loop and the submit path, which never read it
+//! back from the database. Only [`ConfigService::start`] reads and compiles the stored
+//! active version, once; if an older build stored one that does not compile, the server
+//! starts on the newest version that does and says so ([`HeldBack`]).
 
 use app::api::{ApplyResponse, ConfigVersion, VersionPage};
 use app::config::diff::{diff_labeled, ConfigDiff};
 use app::config::validate::validate;
-use app::config::{Report, SchedulerConfig};
+use app::config::{Problem, Report, SchedulerConfig};
+use std::sync::Arc;
 
 use app::auth::Role;
+use tokio::sync::watch;
 
+use crate::engine::{self, Compiled};
 use crate::services::auth::{Caller, Denied};
 use crate::store::config::{ApplyMeta, ConfigStore, StoreError};
 
@@ -27,47 +36,117 @@ pub enum ServiceError {
     Store(#[from] StoreError),
 }
 
-/// Config versions: validate, apply, read, diff, roll back.
+/// The config the scheduler runs: what the loop admits by and submissions are routed by.
+#[derive(Debug)]
+pub struct ActiveConfig {
+    /// The version in force.
+    pub version: i64,
+    pub compiled: Arc<Compiled>,
+    /// Set when the stored active version is not the one in force.
+    pub held_back: Option<HeldBack>,
+}
+
+/// A stored active version the server could not run (written by an older build whose
+/// validation let it through): the server runs the newest earlier version that compiles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldBack {
+    pub stored_version: i64,
+    /// Why it cannot run, with the field path.
+    pub problem: String,
+}
+
+impl HeldBack {
+    /// What `config get` and the dashboard say about it.
+    pub fn describe(&self, in_force: i64) -> String {
+        format!(
+            "version {} is stored as active but cannot run ({}); the scheduler keeps running version {in_force}. Apply a corrected config to replace it.",
+            self.stored_version, self.problem
+        )
+    }
+}
+
+/// Config versions: validate, apply, read, diff, roll back; and the active config.
 #[derive(Debug, Clone)]
 pub struct ConfigService {
     store: ConfigStore,
-    /// The active version after each apply made through this service (wakes the loop).
-    applied: std::sync::Arc<tokio::sync::watch::Sender<i64>>,
+    /// The config in force, replaced by every apply made through this service.
+    active: Arc<watch::Sender<Arc<ActiveConfig>>>,
 }
 
 impl ConfigService {
-    /// A service over `store`.
-    pub fn new(store: ConfigStore) -> Self {
-        ConfigService { store, applied: std::sync::Arc::new(tokio::sync::watch::channel(0).0) }
+    /// A service over `store`: creates version 1 on a fresh database, then compiles the
+    /// stored active version (or, when it does not compile, the newest one that does).
+    pub async fn start(store: ConfigStore) -> Result<Self, ServiceError> {
+        ensure_initial(&store).await?;
+        let active = load_active(&store).await?;
+        Ok(ConfigService { store, active: Arc::new(watch::channel(Arc::new(active)).0) })
     }
 
-    /// The version of the last apply made through this service (0 before the first).
-    pub fn applied_version(&self) -> i64 {
-        *self.applied.borrow()
+    /// The config in force now.
+    pub fn active(&self) -> Arc<ActiveConfig> {
+        self.active.borrow().clone()
     }
 
-    /// Notified with the new active version after every apply or rollback.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<i64> {
-        self.applied.subscribe()
+    /// Sees every config put in force after this call.
+    pub fn subscribe(&self) -> watch::Receiver<Arc<ActiveConfig>> {
+        self.active.subscribe()
     }
 
-    /// Creates version 1 (flavor `local`, queue `default`, one catch-all rule) on a fresh
-    /// database; a no-op otherwise, also when another replica races us to it.
-    pub async fn ensure_initial(&self) -> Result<(), ServiceError> {
-        if self.store.active_version().await? > 0 {
-            return Ok(());
+    /// Puts a stored, compiled version in force, unless a newer one already is (two applies
+    /// may finish in either order).
+    fn publish(&self, version: i64, compiled: Compiled) {
+        let next = Arc::new(ActiveConfig { version, compiled: Arc::new(compiled), held_back: None });
+        self.active.send_if_modified(|current| {
+            let newer = current.version < version || current.held_back.is_some();
+            if newer {
+                *current = next;
+            }
+            newer
+        });
+    }
+}
+
+/// Creates version 1 (flavor `local`, queue `default`, one catch-all rule) on a fresh
+/// database; a no-op otherwise, also when another replica races us to it.
+async fn ensure_initial(store: &ConfigStore) -> Result<(), ServiceError> {
+    if store.active_version().await? > 0 {
+        return Ok(());
+    }
+    let meta = ApplyMeta {
+        creator_id: "berth".into(),
+        message: Some("initial config".into()),
+        expected_active_version: Some(0),
+        rollback_of: None,
+    };
+    match store.apply(&SchedulerConfig::initial(), &meta).await {
+        Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The stored active version, compiled; when it does not compile, the newest earlier one
+/// that does (logged, and kept in [`ActiveConfig::held_back`]).
+async fn load_active(store: &ConfigStore) -> Result<ActiveConfig, ServiceError> {
+    let stored = store.get(None).await?;
+    let problem = match engine::compile(&stored.config) {
+        Ok(compiled) => return Ok(ActiveConfig { version: stored.version, compiled: Arc::new(compiled), held_back: None }),
+        Err(e) => e.to_string(),
+    };
+    let held_back = HeldBack { stored_version: stored.version, problem };
+    for version in (1..stored.version).rev() {
+        let Ok(older) = store.get(Some(version)).await else { continue };
+        if let Ok(compiled) = engine::compile(&older.config) {
+            tracing::error!(stored = stored.version, in_force = version, problem = %held_back.problem, "the active config version cannot run; running the newest version that can");
+            return Ok(ActiveConfig { version, compiled: Arc::new(compiled), held_back: Some(held_back) });
         }
-        let meta = ApplyMeta {
-            creator_id: "berth".into(),
-            message: Some("initial config".into()),
-            expected_active_version: Some(0),
-            rollback_of: None,
-        };
-        match self.store.apply(&SchedulerConfig::initial(), &meta).await {
-            Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
     }
+    // No stored version compiles: run the built-in default (every job to one unlimited queue).
+    tracing::error!(stored = stored.version, problem = %held_back.problem, "no stored config version can run; running the built-in default");
+    let compiled = engine::compile(&SchedulerConfig::default()).expect("the empty config compiles");
+    Ok(ActiveConfig { version: 0, compiled: Arc::new(compiled), held_back: Some(held_back) })
+}
+
+impl ConfigService {
 
     /// Validates and stores `config` as the new active version, made by `caller` (whatever
     /// `meta.creator_id` says: the author is who is signed in).
@@ -86,8 +165,11 @@ impl ConfigService {
         if report.has_errors() {
             return Err(ServiceError::Invalid(report));
         }
+        // Validation and the engine agree (a property test holds them to it); should they
+        // ever not, the config is refused here rather than stored and left unrunnable.
+        let compiled = engine::compile(config).map_err(|e| ServiceError::Invalid(Report { problems: vec![Problem::error(e.path, e.message)] }))?;
         let applied = self.store.apply(config, meta).await?;
-        self.applied.send_replace(applied.version);
+        self.publish(applied.version, compiled);
         Ok(ApplyResponse {
             version: applied.version,
             changed: applied.previous.as_ref() != Some(config),
@@ -95,9 +177,14 @@ impl ConfigService {
         })
     }
 
-    /// Version `version`, or the active one.
+    /// Version `version`, or the active one; the active one says so when it is not in force.
     pub async fn get(&self, version: Option<i64>) -> Result<ConfigVersion, ServiceError> {
-        Ok(self.store.get(version).await?)
+        let mut v = self.store.get(version).await?;
+        let active = self.active();
+        if let Some(held) = active.held_back.as_ref().filter(|h| h.stored_version == v.version) {
+            v.not_in_force = Some(held.describe(active.version));
+        }
+        Ok(v)
     }
 
     /// A page of version summaries, newest first. `cursor` is a `next_cursor` from an
@@ -146,4 +233,41 @@ fn parse_cursor(cursor: &str) -> Result<i64, ServiceError> {
         .ok()
         .filter(|v| *v > 0)
         .ok_or_else(|| ServiceError::BadRequest(format!("cursor: `{cursor}` is not a cursor returned by this API")))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::strategy::{Strategy, ValueTree};
+
+    use super::*;
+    use crate::engine::tests::compile::near_valid_config;
+    use crate::state::{AppState, RuntimeOptions};
+    use crate::store::Db;
+
+    /// compiles ⇒ a server restarted on it starts: configs the generator makes that pass
+    /// validation are applied on a fresh SQLite database, and a server starts on it with
+    /// that version in force.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_restarted_on_any_applied_config_starts() {
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let caller = Caller::anonymous();
+        let mut tried = 0;
+        while tried < 12 {
+            let cfg = near_valid_config().new_tree(&mut runner).expect("a tree").current();
+            if validate(&cfg).has_errors() {
+                continue;
+            }
+            tried += 1;
+            let dir = std::env::temp_dir().join(crate::clock::new_id("berth_restart"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let url = format!("sqlite://{}/berth.db", dir.display());
+            let db = Db::connect(&url).await.unwrap();
+            let service = ConfigService::start(ConfigStore::new(db.clone())).await.unwrap();
+            let applied = service.apply(&caller, &cfg, &ApplyMeta::default()).await.unwrap_or_else(|e| panic!("{e}: {cfg:?}"));
+            let restarted = AppState::start(db, RuntimeOptions::local(dir.join("data"))).await.unwrap_or_else(|e| panic!("{e:#}: {cfg:?}"));
+            let active = restarted.config.active();
+            assert_eq!((active.version, active.held_back.clone()), (applied.version, None), "{cfg:?}");
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
 }

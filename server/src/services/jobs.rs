@@ -67,11 +67,9 @@ impl Default for Settings {
     }
 }
 
-/// What submissions need without asking the loop: the active config and the nodes.
+/// What submissions need from the loop without asking it: the nodes of the last snapshot.
 #[derive(Debug)]
 pub struct Shared {
-    pub compiled: Arc<Compiled>,
-    pub config_version: i64,
     pub nodes: Arc<Vec<Node>>,
 }
 
@@ -142,13 +140,7 @@ impl Runtime {
         exits: mpsc::UnboundedReceiver<backend::Exit>,
         settings: Settings,
     ) -> anyhow::Result<Runtime> {
-        let active = config.get(None).await?;
-        let compiled = engine::compile(&active.config).map_err(|e| anyhow::anyhow!("active config version {}: {e}", active.version))?;
-        let shared = Arc::new(RwLock::new(Shared {
-            compiled: Arc::new(compiled),
-            config_version: active.version,
-            nodes: Arc::new(backends.nodes()),
-        }));
+        let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
         let (tx, rx) = mpsc::unbounded_channel();
         let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.clone(), rx, exits);
         lp.recover().await?;
@@ -162,9 +154,11 @@ impl Runtime {
         &self.store
     }
 
+    /// The config in force (as the last apply published it) and the nodes.
     fn shared(&self) -> (Arc<Compiled>, i64, Arc<Vec<Node>>) {
+        let active = self.config.active();
         let s = self.shared.read().unwrap_or_else(|e| e.into_inner());
-        (s.compiled.clone(), s.config_version, s.nodes.clone())
+        (active.compiled.clone(), active.version, s.nodes.clone())
     }
 
     /// The nodes every backend reported at the last snapshot (what a preview replays on).
@@ -172,29 +166,11 @@ impl Runtime {
         self.shared().2
     }
 
-    /// Brings the shared config up to the last applied version, so a submission right after
-    /// an apply is routed by it (the loop may not have reloaded yet).
-    async fn catch_up_config(&self) -> Result<(), RuntimeError> {
-        let applied = self.config.applied_version();
-        if applied <= self.shared().1 {
-            return Ok(());
-        }
-        let v = self.config.get(Some(applied)).await.map_err(|e| RuntimeError::Store(e.to_string()))?;
-        let compiled = engine::compile(&v.config).map_err(|e| RuntimeError::Store(format!("config version {applied}: {e}")))?;
-        let mut s = self.shared.write().unwrap_or_else(|e| e.into_inner());
-        if s.config_version < applied {
-            s.compiled = Arc::new(compiled);
-            s.config_version = applied;
-        }
-        Ok(())
-    }
-
     /// Checks, routes and stores one job; a refusal is stored too and returned as
     /// [`RuntimeError::Rejected`].
     pub async fn submit(&self, req: JobRequest, caller: &Caller) -> Result<Job, RuntimeError> {
         caller.require(Role::Submitter, "submitting jobs")?;
         self.settings.check_workdir(&req)?;
-        self.catch_up_config().await?;
         let row = self.prepare(req, &caller.user, None)?;
         let job = row.to_job();
         let (reply, stored) = oneshot::channel();
@@ -227,7 +203,6 @@ impl Runtime {
         if p.retry_max.is_some_and(|r| r > request::MAX_RETRIES) {
             return Err(RuntimeError::Invalid(format!("parallelism.retry_max: at most {}", request::MAX_RETRIES)));
         }
-        self.catch_up_config().await?;
         let stage_id = new_id("s");
         let mut rows = Vec::with_capacity(req.jobs.len());
         let mut rejected = Vec::new();

@@ -128,6 +128,7 @@ impl ConfigStore {
             creator_id: summary.creator_id,
             message: summary.message,
             config,
+            not_in_force: None,
         })
     }
 

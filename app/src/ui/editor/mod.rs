@@ -231,6 +231,11 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
                 <a class="button" href="/config/versions">"Version history"</a>
             </div>
         </header>
+        {move || ed.active.with(|v| v.not_in_force.clone()).map(|note| view! {
+            <div class="banner conflict" role="alert" data-testid="not-in-force">
+                <p><strong>"This version is not running. "</strong>{note}</p>
+            </div>
+        })}
         <ApplyNotice/>
         <ConflictBanner/>
         <Show when=move || ed.restored.get().is_some() && ed.dirty()>

@@ -4,7 +4,7 @@
 // Table rows are tuples of literals by design.
 #![allow(clippy::type_complexity)]
 
-mod compile;
+pub(crate) mod compile;
 mod fixtures;
 mod props;
 mod route;

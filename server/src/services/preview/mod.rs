@@ -166,9 +166,13 @@ pub async fn preview(src: &Sources, draft: &SchedulerConfig, span: Span, now_us:
     let t0 = Instant::now();
     // 1. Check.
     let draft_c = check_draft(draft)?;
-    let active = src.config.get(None).await?;
-    let active_c = engine::compile(&active.config).map_err(|e| PreviewError::BadRequest(format!("active config version {}: {e}", active.version)))?;
-    let identical = active.config == *draft;
+    // The config in force, as the loop runs it (no second compile).
+    let in_force = src.config.active();
+    let active_c = in_force.compiled.clone();
+    let identical = match in_force.version {
+        0 => false,
+        v => src.config.get(Some(v)).await?.config == *draft,
+    };
     // 2. Load.
     let workload = load::workload(&src.store, span, now_us).await?;
     let live = src.store.load_unfinished().await?;
@@ -176,7 +180,7 @@ pub async fn preview(src: &Sources, draft: &SchedulerConfig, span: Span, now_us:
         return Err(PreviewError::Cancelled);
     }
     let nodes = src.nodes.clone();
-    let version = active.version;
+    let version = in_force.version;
     // 3–4. Replay and report, off the async threads: CPU-bound work.
     let job = tokio::task::spawn_blocking(move || {
         // The past is replayed on the nodes' capacity, not on what others use there today.
