@@ -16,7 +16,7 @@ fn parse_advanced(s: &str) -> Result<Option<Map>, String> {
     if s.trim().is_empty() {
         return Ok(None);
     }
-    match serde_yaml::from_str::<serde_json::Value>(s) {
+    match serde_norway::from_str::<serde_json::Value>(s) {
         Ok(serde_json::Value::Object(m)) => Ok(Some(m)),
         Ok(_) => Err("advanced_instance_config must be a mapping (key: value lines)".into()),
         Err(e) => Err(format!("invalid YAML: {e}")),
@@ -24,7 +24,7 @@ fn parse_advanced(s: &str) -> Result<Option<Map>, String> {
 }
 
 fn format_advanced(m: &Option<Map>) -> String {
-    m.as_ref().and_then(|m| serde_yaml::to_string(m).ok()).unwrap_or_default()
+    m.as_ref().and_then(|m| serde_norway::to_string(m).ok()).unwrap_or_default()
 }
 
 /// Every flavor, in order, with an add button.
