@@ -90,3 +90,20 @@ fn FlavorCard(i: usize, len: Memo<usize>) -> impl IntoView {
         </article>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advanced_config_round_trips_and_errors_name_the_line() {
+        let text = "instance_type: m5.large\ncount: 2\nratio: 1.5\ntags:\n  team: ml\nzones:\n- a\n- b\n";
+        let map = (ADVANCED.parse)(text).unwrap();
+        assert_eq!((ADVANCED.format)(&map), text);
+        assert_eq!((ADVANCED.parse)(&(ADVANCED.format)(&map)), Ok(map));
+        assert_eq!((ADVANCED.parse)("  "), Ok(None));
+        assert!((ADVANCED.parse)("- a\n").unwrap_err().contains("must be a mapping"));
+        let err = (ADVANCED.parse)("a: [1\n").unwrap_err();
+        assert!(err.starts_with("invalid YAML: ") && err.contains("line 2 column 1"), "{err}");
+    }
+}
