@@ -63,7 +63,7 @@ pub fn from_json_value(value: &serde_json::Value) -> Result<SchedulerConfig, Vec
 }
 
 fn parse_yaml(text: &str) -> Result<SchedulerConfig, Vec<Problem>> {
-    let (result, mut problems) = deserialize_tracked(serde_yaml::Deserializer::from_str(text));
+    let (result, mut problems) = deserialize_tracked(serde_norway::Deserializer::from_str(text));
     let (path, err) = match result {
         Ok(cfg) if problems.is_empty() => return Ok(cfg),
         Ok(_) => return Err(problems),
@@ -72,7 +72,7 @@ fn parse_yaml(text: &str) -> Result<SchedulerConfig, Vec<Problem>> {
     // A document that is not even well-formed YAML gets one syntax problem, no path. The
     // typed pass may have stopped at a type error before reaching the syntax error, so the
     // syntax is checked on its own.
-    let problem = match serde_yaml::from_str::<serde_yaml::Value>(text) {
+    let problem = match serde_norway::from_str::<serde_norway::Value>(text) {
         Err(syntax) => {
             problems.clear();
             let message = format!("invalid YAML: {}", plain_message(&syntax.to_string(), ""));
@@ -85,7 +85,7 @@ fn parse_yaml(text: &str) -> Result<SchedulerConfig, Vec<Problem>> {
 }
 
 /// `problem` with the (1-based) position of a YAML error, when it has one.
-fn at(problem: Problem, location: Option<serde_yaml::Location>) -> Problem {
+fn at(problem: Problem, location: Option<serde_norway::Location>) -> Problem {
     match location {
         Some(loc) if loc.line() > 0 => Problem { line: Some(loc.line()), column: Some(loc.column()), ..problem },
         _ => problem,

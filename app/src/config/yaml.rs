@@ -11,7 +11,7 @@ mod scalar;
 #[cfg(test)]
 mod tests;
 
-use serde_yaml::{Mapping, Value};
+use serde_norway::{Mapping, Value};
 
 use super::model::SchedulerConfig;
 
@@ -22,7 +22,7 @@ const MAX_IMPLICIT_KEY: usize = 1000;
 /// The canonical YAML text of `cfg`, ending with a newline; the empty config is `{}`.
 pub fn to_canonical_yaml(cfg: &SchedulerConfig) -> String {
     // The model holds only strings, numbers, lists and string-keyed maps: this cannot fail.
-    let value = serde_yaml::to_value(cfg).expect("config serializes to a YAML value");
+    let value = serde_norway::to_value(cfg).expect("config serializes to a YAML value");
     let mut out = String::new();
     match &value {
         Value::Mapping(map) if !map.is_empty() => block_map(map, 0, false, Ctx::Typed, &mut out),

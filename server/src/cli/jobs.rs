@@ -202,7 +202,7 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
 pub(crate) fn show<T: serde::Serialize>(output: Output, value: &T, text: impl FnOnce(&T)) {
     match output {
         Output::Json => print_json(value),
-        Output::Yaml => print!("{}", serde_yaml::to_string(value).unwrap_or_default()),
+        Output::Yaml => print!("{}", serde_norway::to_string(value).unwrap_or_default()),
         Output::Text => text(value),
     }
 }
@@ -439,7 +439,7 @@ pub async fn run_stages(cli: &Cli, command: &StagesCommand) -> Result<i32> {
     let outcome = match command {
         StagesCommand::Submit { file, output } => {
             let text = read_file(file)?;
-            let req: StageRequest = serde_yaml::from_str(&text).with_context(|| format!("{}: not a stage (name, jobs, parallelism)", file.display()))?;
+            let req: StageRequest = serde_norway::from_str(&text).with_context(|| format!("{}: not a stage (name, jobs, parallelism)", file.display()))?;
             client.post_json::<StageCreated>("/api/v1/stages", &req).await.map(|created| show(*output, &created, |created| {
                     println!("{}", created.stage_id);
                     for r in &created.rejected {

@@ -336,7 +336,7 @@ pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
             let text = read_file(file)?;
             client.preview(&text, window).await.map(|r| match output {
                 Output::Json => print_json(&r),
-                Output::Yaml => print!("{}", serde_yaml::to_string(&r).unwrap_or_default()),
+                Output::Yaml => print!("{}", serde_norway::to_string(&r).unwrap_or_default()),
                 Output::Text => crate::cli::preview::print(&r, *max_changes),
             })
         }
@@ -352,13 +352,13 @@ pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
         ConfigCommand::Versions { max_items, cursor, output } => {
             client.versions(*max_items, cursor.as_deref()).await.map(|page| match output {
                 Output::Json => print_json(&page),
-                Output::Yaml => print!("{}", serde_yaml::to_string(&page).unwrap_or_default()),
+                Output::Yaml => print!("{}", serde_norway::to_string(&page).unwrap_or_default()),
                 Output::Text => print_versions(&page),
             })
         }
         ConfigCommand::Diff { a, b, output } => client.diff(*a, *b).await.map(|d| match output {
             Output::Json => print_json(&d),
-            Output::Yaml => print!("{}", serde_yaml::to_string(&d).unwrap_or_default()),
+            Output::Yaml => print!("{}", serde_norway::to_string(&d).unwrap_or_default()),
             Output::Text => print_diff(&d),
         }),
         ConfigCommand::Rollback { version, message, output } => {

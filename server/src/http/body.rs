@@ -128,7 +128,7 @@ pub fn wants_yaml(headers: &HeaderMap, params: &Params) -> bool {
 /// `value` as JSON, or as YAML when asked for.
 pub fn respond<T: Serialize>(status: StatusCode, value: &T, yaml: bool) -> Response {
     if yaml {
-        match serde_yaml::to_string(value) {
+        match serde_norway::to_string(value) {
             Ok(text) => (status, [(CONTENT_TYPE, "application/yaml")], text).into_response(),
             Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()).into_response(),
         }

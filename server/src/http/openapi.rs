@@ -18,7 +18,7 @@ pub const YAML: &str = include_str!("openapi.yaml");
 
 /// The document as JSON, or why it does not parse.
 pub fn document() -> Result<serde_json::Value, String> {
-    serde_yaml::from_str(YAML).map_err(|e| format!("openapi.yaml does not parse: {e}"))
+    serde_norway::from_str(YAML).map_err(|e| format!("openapi.yaml does not parse: {e}"))
 }
 
 /// The route, to be nested under `/api/v1`.

@@ -1,7 +1,7 @@
 //! Scalars in canonical YAML: numbers in their shortest form, strings plain only when no YAML
 //! reader (1.1 or 1.2) could take them for anything else.
 
-use serde_yaml::Number;
+use serde_norway::Number;
 
 /// Words that some YAML reader resolves to a bool, null or special float (compared
 /// case-insensitively); a string spelled like one of them is always quoted.

@@ -13,6 +13,22 @@ fn seed_example_round_trips_byte_for_byte() {
     assert_eq!(to_canonical_yaml(&cfg), SEED_EXAMPLE);
 }
 
+/// Each seed example goes parse → emit → parse unchanged through both emitters: the canonical
+/// one (stored versions, diffs) and the YAML crate's own, which the REST `?format=yaml` answers
+/// and the CLI's `-o yaml` use.
+#[test]
+fn seed_examples_round_trip_through_both_emitters() {
+    let examples = [("seed example", SEED_EXAMPLE.to_string()), ("initial config", to_canonical_yaml(&SchedulerConfig::initial()))];
+    for (name, text) in examples {
+        let cfg = parse(&text, Format::Yaml).unwrap_or_else(|p| panic!("{name} parses: {p:?}"));
+        let canonical = to_canonical_yaml(&cfg);
+        assert_eq!(canonical, text, "{name}: the canonical form is the hand-written one");
+        assert_eq!(parse(&canonical, Format::Yaml).as_ref(), Ok(&cfg), "{name}: canonical round trip");
+        let generic = serde_norway::to_string(&cfg).expect("a config serializes");
+        assert_eq!(parse(&generic, Format::Yaml).as_ref(), Ok(&cfg), "{name}: generic round trip:\n{generic}");
+    }
+}
+
 #[test]
 fn empty_config_is_an_empty_map() {
     assert_eq!(to_canonical_yaml(&SchedulerConfig::default()), "{}\n");

@@ -16,7 +16,7 @@ fn parse_advanced(s: &str) -> Result<Option<Map>, String> {
     if s.trim().is_empty() {
         return Ok(None);
     }
-    match serde_yaml::from_str::<serde_json::Value>(s) {
+    match serde_norway::from_str::<serde_json::Value>(s) {
         Ok(serde_json::Value::Object(m)) => Ok(Some(m)),
         Ok(_) => Err("advanced_instance_config must be a mapping (key: value lines)".into()),
         Err(e) => Err(format!("invalid YAML: {e}")),
@@ -24,7 +24,7 @@ fn parse_advanced(s: &str) -> Result<Option<Map>, String> {
 }
 
 fn format_advanced(m: &Option<Map>) -> String {
-    m.as_ref().and_then(|m| serde_yaml::to_string(m).ok()).unwrap_or_default()
+    m.as_ref().and_then(|m| serde_norway::to_string(m).ok()).unwrap_or_default()
 }
 
 /// Every flavor, in order, with an add button.
@@ -88,5 +88,22 @@ fn FlavorCard(i: usize, len: Memo<usize>) -> impl IntoView {
                 on_change=Callback::new(move |v| edit(Box::new(move |f| f.advanced_instance_config = v)))/>
             </details>
         </article>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advanced_config_round_trips_and_errors_name_the_line() {
+        let text = "instance_type: m5.large\ncount: 2\nratio: 1.5\ntags:\n  team: ml\nzones:\n- a\n- b\n";
+        let map = (ADVANCED.parse)(text).unwrap();
+        assert_eq!((ADVANCED.format)(&map), text);
+        assert_eq!((ADVANCED.parse)(&(ADVANCED.format)(&map)), Ok(map));
+        assert_eq!((ADVANCED.parse)("  "), Ok(None));
+        assert!((ADVANCED.parse)("- a\n").unwrap_err().contains("must be a mapping"));
+        let err = (ADVANCED.parse)("a: [1\n").unwrap_err();
+        assert!(err.starts_with("invalid YAML: ") && err.contains("line 2 column 1"), "{err}");
     }
 }
