@@ -39,7 +39,7 @@ e2e:
 ## bench: store latency (SQLite and PostgreSQL), the engine, and the runtime end to end, as printed tables
 bench:
 	@.ci/install.sh bench
-	BERTH_BENCH_PG_URL=$$(.ci/pg.sh start) BERTH_BENCH_RAY_URL=$$(.ci/ray.sh start) cargo bench -p berth-server; \
+	BERTH_BENCH_PG_URL=$$(.ci/pg.sh start) BERTH_BENCH_RAY_URL=$$(.ci/ray.sh start) cargo bench -p berth-server --no-fail-fast; \
 	  rc=$$?; .ci/ray.sh stop; exit $$rc
 
 deps-run:

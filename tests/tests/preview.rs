@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use app::jobs::{FlavorUse, JobRequest, JobState, ResourceRequest};
-use common::{fresh_database, Backend, TestApp};
+use common::{fresh_database, wait_until, Backend, TestApp};
 use serde_json::{json, Value};
 use server::backends::local::LocalConfig;
 use server::store::jobs::{JobRow, JobStore};
@@ -208,8 +208,18 @@ async fn identical_draft_gives_identical_sides_and_reports_fidelity(backend: Bac
     let mae = fidelity["wait_mae_s"].as_f64().unwrap();
     assert!((0.9..=1.1).contains(&mae), "{fidelity}");
     // Deterministic: the same draft over the same window again, later, the same report (a
-    // job still running is counted as it stood at the window's end).
-    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    // job still running is counted as it stood at the window's end). Later: once the clock
+    // is 2 s past the window's end.
+    let to = chrono::DateTime::parse_from_rfc3339(report["to"].as_str().unwrap()).unwrap().with_timezone(&chrono::Utc);
+    wait_until("the clock 2 s past the window's end", std::time::Duration::from_secs(10), async || {
+        let now = chrono::Utc::now();
+        if now >= to + chrono::Duration::seconds(2) {
+            Ok(())
+        } else {
+            Err(format!("now {now}, window end {to}"))
+        }
+    })
+    .await;
     let window = json!({ "from": report["from"], "to": report["to"] });
     assert_eq!(without_timing(preview_in(&app, ACTIVE, window).await), without_timing(report));
 }

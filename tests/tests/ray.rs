@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::berth::{eventually, Berth};
-use common::Backend;
+use common::{wait_until, Backend};
 use serde_json::{json, Value};
 
 const SECS: fn(u64) -> Duration = Duration::from_secs;
@@ -156,17 +156,25 @@ async fn a_flavor_matching_no_ray_node_keeps_the_job_pending_with_that_reason() 
     b.wait_state(&id, &["pending"], SECS(5)).await;
     // ...then the flavor selects `pool=nowhere`, which no Ray node has.
     b.apply(&config("nowhere", "", "lower_priority")).await;
+    // The reason comes from a cycle that decided the job under the new config.
     let job = wait_reason(&b, &id, "no node matches", SECS(10)).await;
     assert_eq!(job["state"], "pending");
     assert!(job["reason"].as_str().unwrap().contains("nowhere"), "{job:#}");
-    tokio::time::sleep(SECS(1)).await;
+    // Not admitted (an admission is written before its run is sent to Ray), not on Ray; and
+    // at the end, its only admission is under the version that selects the node again.
+    let admitted = b.events(&format!("job={id}&kind=admitted")).await;
+    assert!(admitted.is_empty(), "admitted while its flavor matched no node: {admitted:#?}");
     assert!(ray_job(&format!("{id}-r1")).await.is_none(), "Ray must not have received it");
     // A new job for that flavor is refused at once.
     let (status, body) = b.post("/api/v1/jobs", &json!({"entrypoint": "true", "resources": {"cpu": 1}})).await;
     assert_eq!(status, 422, "{body}");
     // Selecting the node's label again lets it run.
-    b.apply(&config("test", "", "lower_priority")).await;
-    b.wait_state(&id, &["succeeded"], SECS(60)).await;
+    let back = b.apply(&config("test", "", "lower_priority")).await;
+    let done = b.wait_state(&id, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["runs"], 1, "{done:#}");
+    let admitted = b.events(&format!("job={id}&kind=admitted")).await;
+    assert_eq!(admitted.len(), 1, "{admitted:#?}");
+    assert_eq!(admitted[0]["config_version"], back, "admitted only once the node was selected again: {admitted:#?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -243,17 +251,41 @@ async fn while_ray_is_unreachable_jobs_wait_and_run_when_it_is_back() {
     let (_, nodes) = b.get("/api/v1/nodes").await;
     assert_eq!(nodes["nodes"].as_array().map(Vec::len), Some(1), "{nodes}");
     proxy.down();
-    tokio::time::sleep(SECS(3)).await; // a node refresh fails in between
+    // A node refresh fails before the job comes (Berth keeps the last known node).
+    assert!(
+        eventually(SECS(15), || b.log().contains("Ray node list unavailable")).await,
+        "no failed node refresh logged within 15 s; log:\n{}",
+        b.log()
+    );
     let id = b.submit(json!({"entrypoint": "echo after-the-outage", "resources": {"cpu": 1}, "max_retries": 0})).await;
     let job = wait_reason(&b, &id, "unavailable", SECS(15)).await;
     assert_eq!(job["state"], "pending", "{job:#}");
     assert!(job["reason"].as_str().unwrap().contains("retrying in"), "{job:#}");
     assert_eq!(job["retries"], 0, "waiting for a backend is not a retry: {job:#}");
-    tokio::time::sleep(SECS(3)).await;
-    assert_eq!(b.job(&id).await["state"], "pending");
-    // Bounded attempts while down: backoff, not a busy loop.
-    let requeued = b.events(&format!("job={id}&kind=requeued")).await.len();
-    assert!((1..=8).contains(&requeued), "{requeued} attempts in 6 s");
+    // Three attempts refused while down: still pending, still no retry counted...
+    let requeued = wait_until("three start attempts refused while Ray is down", SECS(30), async || {
+        let requeued = b.events(&format!("job={id}&kind=requeued")).await;
+        if requeued.len() >= 3 {
+            Ok(requeued)
+        } else {
+            Err(format!("{requeued:#?}"))
+        }
+    })
+    .await;
+    let job = b.job(&id).await;
+    assert_eq!((job["state"].as_str(), job["retries"].as_i64()), (Some("pending"), Some(0)), "{job:#}");
+    // ...and each attempt came only once the backoff announced by the one before had passed
+    // (doubling from --retry-backoff-ms 200): backoff, not a busy loop.
+    let at = |e: &Value| chrono::DateTime::parse_from_rfc3339(e["at"].as_str().unwrap()).unwrap();
+    let announced = |e: &Value| -> f64 {
+        let msg = e["message"].as_str().unwrap();
+        msg.rsplit_once("retrying in ").and_then(|(_, s)| s.trim_end_matches(" s").parse().ok()).unwrap_or_else(|| panic!("no backoff in {msg}"))
+    };
+    for w in requeued.windows(2) {
+        let gap = (at(&w[1]) - at(&w[0])).num_milliseconds() as f64 / 1000.0;
+        assert!(gap + 0.05 >= announced(&w[0]), "an attempt {gap} s after one that announced {} s: {requeued:#?}", announced(&w[0]));
+    }
+    assert!(announced(&requeued[2]) > announced(&requeued[0]), "the backoff grows: {requeued:#?}");
     proxy.up().await;
     let done = b.wait_state(&id, &["succeeded"], SECS(60)).await;
     assert_eq!(done["runs"], 1, "{done:#}");
@@ -538,7 +570,11 @@ async fn ended_runs_leave_ray_and_their_logs_stay_readable_in_berth_across_resta
     keep.apply(&config("test", "", "never")).await;
     let kept = keep.submit(json!({"entrypoint": "echo stays-in-ray", "resources": {"cpu": 1}})).await;
     keep.wait_state(&kept, &["succeeded"], SECS(60)).await;
-    tokio::time::sleep(SECS(2)).await;
+    // Proof that a deletion would have come by now: a run of `b` (which deletes) that ended
+    // seconds after `kept` has left Ray.
+    let control = b.submit(json!({"entrypoint": "sleep 2; echo control", "resources": {"cpu": 1}})).await;
+    b.wait_state(&control, &["succeeded"], SECS(60)).await;
+    wait_gone(&format!("{control}-r1"), SECS(30)).await;
     let on_ray = ray_job(&format!("{kept}-r1")).await.expect("kept in Ray");
     assert_eq!(on_ray["status"], "SUCCEEDED");
     assert!(logs_of(&keep, &kept).await.contains("stays-in-ray"));

@@ -8,7 +8,7 @@ use std::os::unix::process::CommandExt;
 use std::time::Duration;
 
 use common::berth::{alive, eventually, peak_usage, Berth};
-use common::Backend;
+use common::{wait_until, Backend};
 use serde_json::{json, Value};
 
 /// Queues routed by the `team` label, all covering cpu on the one local flavor:
@@ -193,10 +193,23 @@ async fn high_priority_preempts_only_where_allowed(backend: Backend) {
             assert!(victims.contains(&&json!(low1)) && victims.contains(&&json!(low2)), "{pre:#?}");
             assert!(pre[0]["config_version"].as_i64().is_some());
         } else {
-            tokio::time::sleep(Duration::from_millis(800)).await;
-            let j = b.job(&high).await;
+            // First the loop's decision on `high`: a waiting job gets its reason in the cycle
+            // that considered it, the one that would have preempted for it. Only then does
+            // "nothing was preempted" say anything.
+            let j = wait_until(&format!("{team}-high to be decided (a reason while it waits)"), SECS(10), async || {
+                let j = b.job(&high).await;
+                if j["state"] != "pending" || j["reason"].as_str().is_some_and(|r| !r.is_empty()) {
+                    Ok(j)
+                } else {
+                    Err(j.to_string())
+                }
+            })
+            .await;
             assert_eq!(j["state"], "pending", "a `never` queue does not preempt: {j}");
-            assert!(j["reason"].as_str().is_some_and(|r| !r.is_empty()), "{j}");
+            for id in [&low1, &low2] {
+                let low = b.job(id).await;
+                assert_eq!((low["state"].as_str(), low["runs"].as_i64()), (Some("running"), Some(1)), "{low}");
+            }
             assert!(alive(pid1) && alive(pid2));
             assert!(b.events(&format!("kind=preempted&queue={team}")).await.is_empty());
         }
@@ -286,13 +299,19 @@ async fn priority_change_reorders_the_queue(backend: Backend) {
         j["priority"] = json!(prio);
         ids.push(b.submit(j).await);
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(b.job(&ids[1]).await["position"], 1, "b (priority 2) is first");
-    assert_eq!(b.job(&ids[0]).await["position"], 2);
+    // Positions are the loop's: wait for the cycle that ranks the two.
+    let positions = async |want: [i64; 2]| {
+        let got = [b.job(&ids[0]).await["position"].clone(), b.job(&ids[1]).await["position"].clone()];
+        if got == want.map(|p| json!(p)) {
+            Ok(())
+        } else {
+            Err(format!("positions of a, b: {got:?}"))
+        }
+    };
+    wait_until("b (priority 2) first, a second", SECS(10), async || positions([2, 1]).await).await;
     let (status, j) = b.post(&format!("/api/v1/jobs/{}/priority", ids[0]), &json!({"priority": 5})).await;
     assert_eq!((status, j["priority"].as_i64()), (200, Some(5)), "{j}");
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(b.job(&ids[0]).await["position"], 1, "a moved ahead");
+    wait_until("a (now priority 5) moved ahead of b", SECS(10), async || positions([1, 2]).await).await;
     let (_, q) = b.get("/api/v1/queues/one").await;
     assert_eq!(q["pending"][0]["id"], json!(ids[0]), "{q}");
     std::fs::write(&gate, "").unwrap();
@@ -373,7 +392,18 @@ async fn kill_9_during_a_burst_loses_and_duplicates_nothing(backend: Backend) {
             b.spawn().await;
         }
     }
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Killed again mid-burst, once the restarted server has run a job submitted after the
+    // first kill (the jobs log their ids as they end).
+    let after_restart = &ids[61..];
+    wait_until("a job submitted after the first restart to have run", SECS(60), async || {
+        let lines = std::fs::read_to_string(&ran).unwrap_or_default();
+        if lines.lines().any(|l| after_restart.iter().any(|id| id == l)) {
+            Ok(())
+        } else {
+            Err(format!("{} jobs ran, none of the last 59", lines.lines().count()))
+        }
+    })
+    .await;
     b.kill9();
     b.spawn().await;
     let jobs = b.wait_all_ended(&ids, SECS(120)).await;
@@ -439,9 +469,20 @@ async fn config_changes_reach_pending_jobs_and_spare_running_ones(backend: Backe
     let waiter = b.submit(job("one", "echo moved")).await;
     assert_eq!(b.job(&waiter).await["state"], "pending");
     // Quota of `one` down to 0: the running job keeps running.
-    b.apply(&CONFIG.replace("nominal_quota: 1}", "nominal_quota: 0}")).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(b.job(&runner).await["state"], "running");
+    let closed = b.apply(&CONFIG.replace("nominal_quota: 1}", "nominal_quota: 0}")).await;
+    // First proof the loop took the apply in: the waiting job is routed again under the new
+    // version, in the cycle that would also have stopped the runner (its stop is written in
+    // the same commit).
+    wait_until("the waiting job to be routed under the apply that closed its queue", SECS(10), async || {
+        let w = b.job(&waiter).await;
+        if w["config_version"] == closed {
+            Ok(())
+        } else {
+            Err(w.to_string())
+        }
+    })
+    .await;
+    assert_eq!(b.job(&runner).await["state"], "running", "an apply that takes the quota away does not stop a running job");
     assert!(alive(pid));
     // Team `one` now routes to `burst`: the waiting job moves there and runs at once.
     let moved = CONFIG.replace("values: [burst]", "values: [burst, one]");
@@ -451,6 +492,7 @@ async fn config_changes_reach_pending_jobs_and_spare_running_ones(backend: Backe
     assert_eq!(done["config_version"], version);
     assert!(b.events(&format!("job={waiter}&kind=rerouted")).await.len() == 1);
     assert_eq!(b.job(&runner).await["state"], "running", "a running job is never moved or killed by an apply");
+    assert!(alive(pid), "the runner's process survived both applies");
 }
 
 /// More jobs waiting in a queue than a quick cycle offers the engine (32): they still run in

@@ -61,7 +61,8 @@ impl Berth {
             .arg(self.dir.join("data"))
             .args(&self.args)
             .env("RUST_LOG", "info,sqlx=warn")
-            .stdout(Stdio::null())
+            // The server logs (tracing) to stdout: both streams go to the log file.
+            .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .expect("berth serve starts");

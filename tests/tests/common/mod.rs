@@ -140,6 +140,21 @@ impl TestApp {
     }
 }
 
+/// Polls `probe` (every 50 ms) until it returns `Ok`, and returns its value; panics once
+/// `timeout` has passed, saying what was awaited (`what`) and what the last probe saw (its
+/// `Err`). What the tests wait on instead of a fixed sleep: an event or a state, with a
+/// deadline that only a broken or stuck server reaches.
+pub async fn wait_until<T>(what: &str, timeout: std::time::Duration, mut probe: impl AsyncFnMut() -> Result<T, String>) -> T {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match probe().await {
+            Ok(v) => return v,
+            Err(seen) => assert!(std::time::Instant::now() < deadline, "waited {timeout:?} for {what}; last seen: {seen}"),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Generates one `#[tokio::test]` per database for each async fn taking a [`Backend`].
 #[macro_export]
 macro_rules! on_both_databases {
