@@ -30,6 +30,7 @@
 mod kept;
 mod usage;
 
+use app::config::{MatchExpression, Operator};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -820,6 +821,19 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         source = s.source();
     }
     out
+}
+
+/// A flavor selector term as Ray's label selector writes it, when it has one
+/// (`Exists`/`DoesNotExist` have no form there).
+pub fn selector_value(m: &MatchExpression) -> Option<String> {
+    let values = m.values.as_deref().unwrap_or_default();
+    match m.operator {
+        Operator::In if values.len() == 1 => Some(values[0].clone()),
+        Operator::In => Some(format!("in({})", values.join(","))),
+        Operator::NotIn if values.len() == 1 => Some(format!("!{}", values[0])),
+        Operator::NotIn => Some(format!("!in({})", values.join(","))),
+        Operator::Exists | Operator::DoesNotExist => None,
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,107 @@
+//! Recovery after a restart: unfinished jobs are reloaded and their runs adopted (see the
+//! module docs of `admission`).
+
+use super::*;
+
+impl Loop {
+    /// Reloads unfinished jobs and re-attaches running ones to their backends.
+    pub(crate) async fn recover(&mut self) -> Result<(), RuntimeError> {
+        let rows = self.store.load_unfinished().await?;
+        let now = now_us();
+        let mut batch = Batch::default();
+        let mut stage_ids: HashSet<String> = HashSet::new();
+        for row in rows {
+            if let Some(s) = &row.stage_id {
+                stage_ids.insert(s.clone());
+            }
+            let live = Live::from_row(row, &self.state.compiled);
+            let key = live.key.clone();
+            let holding = live.row.state.holds_quota();
+            self.state.jobs.insert(key.clone(), live);
+            if !holding {
+                continue;
+            }
+            let (backend_name, handle, spec) = {
+                let l = &self.state.jobs[&key];
+                (l.row.backend.clone().unwrap_or_default(), l.row.handle.clone(), self.start_spec(l))
+            };
+            let Some(backend) = self.backends.get(&backend_name).cloned() else {
+                let reason = format!("backend `{backend_name}` is not configured any more");
+                self.end_run(&key, Outcome::Failed(reason), now, &mut batch);
+                continue;
+            };
+            match backend.adopt(spec, handle).await {
+                Adopted::Running { handle } => {
+                    let live = self.state.jobs.get_mut(&key).expect("inserted above");
+                    if live.row.state == JobState::Admitted {
+                        live.row.state = JobState::Running;
+                        live.row.started_at_us.get_or_insert(now);
+                    }
+                    live.row.handle = Some(handle);
+                    batch.touch(&key);
+                }
+                Adopted::Ended(outcome) => self.end_run(&key, outcome, now, &mut batch),
+                Adopted::NeverStarted => {
+                    let live = self.state.jobs.get_mut(&key).expect("inserted above");
+                    live.row.state = JobState::Pending;
+                    live.row.runs = (live.row.runs - 1).max(0);
+                    live.row.admitted_at_us = None;
+                    live.clear_placement();
+                    batch.touch(&key);
+                    batch.events.push(job_event(now, "requeued", live, "the server stopped before starting it; back in its queue".into()));
+                }
+            }
+        }
+        let recording: Vec<Arc<dyn Backend>> = self.backends.iter().filter(|b| b.records_starts()).cloned().collect();
+        for backend in recording {
+            let mut begun = backend.begun_runs();
+            begun.sort(); // a job's runs in the order they began
+            for run in begun {
+                let unrecorded = self.state.jobs.get(&run.job).is_some_and(|l| l.row.state == JobState::Pending && run.run > l.row.runs);
+                if unrecorded {
+                    self.recover_unrecorded(&backend, run, now, &mut batch).await;
+                }
+            }
+        }
+        for id in stage_ids {
+            if let Ok(Some((status, _))) = self.store.stage(&id).await {
+                self.state.stages.insert(id, status.parallelism.max_concurrent);
+            }
+        }
+        if self.commit(now, &mut batch).await {
+            self.forget_ended();
+        }
+        tracing::info!(jobs = self.state.jobs.len(), "admission loop recovered its jobs");
+        Ok(())
+    }
+
+    /// A run its backend started while the database still lists its job as pending: the
+    /// server stopped before the admission was written. A run that ended counts as the job's
+    /// run; one still going is stopped (no admission accounts for what it holds) and the job
+    /// waits for its turn again, with no retry spent. Either way the next run gets a new id.
+    pub(super) async fn recover_unrecorded(&mut self, backend: &Arc<dyn Backend>, run: RunId, now: i64, batch: &mut Batch) {
+        let key = run.job.clone();
+        let Some(live) = self.state.jobs.get_mut(&key) else { return };
+        live.row.runs = run.run;
+        batch.touch(&key);
+        let spec = self.start_spec(&self.state.jobs[&key]);
+        match backend.adopt(spec, None).await {
+            Adopted::NeverStarted => {}
+            Adopted::Running { handle } => {
+                if let Err(e) = backend.stop(run.clone(), handle).await {
+                    tracing::warn!(run = %run.key(), error = %e, "cannot stop a run the database missed");
+                }
+                let live = &self.state.jobs[&key];
+                let why = format!("run {} started as the server stopped, before its admission was written: stopped; back in its queue", run.key());
+                batch.events.push(job_event(now, "requeued", live, why));
+            }
+            Adopted::Ended(outcome) => {
+                let live = self.state.jobs.get_mut(&key).expect("checked above");
+                live.row.state = JobState::Running;
+                live.row.backend = Some(backend.name().to_string());
+                live.row.node = backend.nodes().first().map(|n| n.id.to_string());
+                self.end_run(&key, outcome, now, batch);
+            }
+        }
+    }
+}
