@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use app::config::{MatchExpression, OnViolation, Operator, SchedulerConfig, WithinQueuePreemption};
+use app::config::{MatchExpression, OnViolation, Operator, ResourceQueue, SchedulerConfig, WithinQueuePreemption};
 
 use super::policy::{self, OrderingPolicy, PlacementPolicy, QueueingStrategy};
 use super::resources::{Milli, Name};
@@ -106,7 +106,6 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
             }
         }
     }
-    let res_id = |name: &str| resources.iter().position(|n| &**n == name);
 
     let mut flavors = Vec::new();
     let mut flavor_ids: HashMap<&str, usize> = HashMap::new();
@@ -126,77 +125,7 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
         if queue_ids.insert(name.clone(), qi).is_some() {
             return Err(err(format!("{path}.name"), format!("queue {} is defined twice", q.name)));
         }
-        let unknown = |field: &str, v: &str, names: &[&str]| {
-            err(format!("{path}.{field}"), format!("unknown {field} {v}; expected one of {}", names.join(", ")))
-        };
-        let ordering = policy::ordering(q.ordering_policy.as_deref()).ok_or_else(|| {
-            unknown("ordering_policy", q.ordering_policy.as_deref().unwrap_or(""), app::config::ORDERING_POLICIES)
-        })?;
-        let placement = policy::placement(q.placement_policy.as_deref()).ok_or_else(|| {
-            unknown("placement_policy", q.placement_policy.as_deref().unwrap_or(""), app::config::PLACEMENT_POLICIES)
-        })?;
-        let strategy = policy::queueing(q.queueing_strategy.as_deref()).ok_or_else(|| {
-            unknown("queueing_strategy", q.queueing_strategy.as_deref().unwrap_or(""), app::config::QUEUEING_STRATEGIES)
-        })?;
-        let preempt_lower_priority = q
-            .preemption
-            .as_ref()
-            .and_then(|p| p.within_resource_queue)
-            .is_some_and(|w| w == WithinQueuePreemption::LowerPriority);
-
-        let mut groups = Vec::new();
-        let mut slots = Vec::new();
-        let mut covered = vec![None; resources.len()];
-        for (gi, g) in q.resource_groups.as_deref().unwrap_or_default().iter().enumerate() {
-            let gpath = format!("{path}.resource_groups[{gi}]");
-            let mut group_res = Vec::new();
-            for (ri, r) in g.covered_resources.iter().enumerate() {
-                let id = res_id(r).unwrap_or_default();
-                if covered[id].is_some() {
-                    return Err(err(
-                        format!("{gpath}.covered_resources[{ri}]"),
-                        format!("resource {r} is covered by more than one resource group of queue {}", q.name),
-                    ));
-                }
-                covered[id] = Some(gi);
-                group_res.push(id);
-            }
-            let start = slots.len();
-            for (fi, fq) in g.flavors.iter().enumerate() {
-                let fpath = format!("{gpath}.flavors[{fi}]");
-                let flavor = *flavor_ids
-                    .get(fq.name.as_str())
-                    .ok_or_else(|| err(format!("{fpath}.name"), format!("flavor {} is not defined", fq.name)))?;
-                if slots.iter().any(|s: &SlotDef| s.flavor == flavor) {
-                    return Err(err(format!("{fpath}.name"), format!("flavor {} appears twice in queue {}", fq.name, q.name)));
-                }
-                let mut quota = vec![Milli::UNLIMITED; resources.len()];
-                for (si, spec) in fq.resources.as_deref().unwrap_or_default().iter().enumerate() {
-                    let spath = format!("{fpath}.resources[{si}]");
-                    let id = res_id(&spec.name).filter(|id| group_res.contains(id)).ok_or_else(|| {
-                        err(format!("{spath}.name"), format!("resource {} is not among the group's covered_resources", spec.name))
-                    })?;
-                    if let Some(n) = spec.nominal_quota {
-                        quota[id] = quota_milli(n).ok_or_else(|| {
-                            err(format!("{spath}.nominal_quota"), "must be a number ≥ 0 with at most 3 decimals")
-                        })?;
-                    }
-                }
-                slots.push(SlotDef { flavor, group: gi, quota });
-            }
-            groups.push(GroupDef { resources: group_res, slots: start..slots.len() });
-        }
-        queues.push(QueueDef {
-            name,
-            preempt_lower_priority,
-            ordering,
-            placement,
-            strategy,
-            groups,
-            slots,
-            covered,
-            covers_everything: false,
-        });
+        queues.push(compile_queue(q, &path, name, &resources, &flavor_ids)?);
     }
 
     // The built-in `default` queue (see the module docs): where every job goes when there
@@ -241,6 +170,82 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
     let default_queue = rules.is_empty().then(|| queue_ids[DEFAULT_QUEUE]);
 
     Ok(Compiled { resources, flavors, queues, queue_ids, rules, default_queue })
+}
+
+/// One queue: its policies by name, and its resource groups as quota slots.
+fn compile_queue(q: &ResourceQueue, path: &str, name: Name, resources: &[Name], flavor_ids: &HashMap<&str, usize>) -> Result<QueueDef, CompileError> {
+    let res_id = |name: &str| resources.iter().position(|n| &**n == name);
+    let unknown = |field: &str, v: &str, names: &[&str]| {
+        err(format!("{path}.{field}"), format!("unknown {field} {v}; expected one of {}", names.join(", ")))
+    };
+    let ordering = policy::ordering(q.ordering_policy.as_deref()).ok_or_else(|| {
+        unknown("ordering_policy", q.ordering_policy.as_deref().unwrap_or(""), app::config::ORDERING_POLICIES)
+    })?;
+    let placement = policy::placement(q.placement_policy.as_deref()).ok_or_else(|| {
+        unknown("placement_policy", q.placement_policy.as_deref().unwrap_or(""), app::config::PLACEMENT_POLICIES)
+    })?;
+    let strategy = policy::queueing(q.queueing_strategy.as_deref()).ok_or_else(|| {
+        unknown("queueing_strategy", q.queueing_strategy.as_deref().unwrap_or(""), app::config::QUEUEING_STRATEGIES)
+    })?;
+    let preempt_lower_priority = q
+        .preemption
+        .as_ref()
+        .and_then(|p| p.within_resource_queue)
+        .is_some_and(|w| w == WithinQueuePreemption::LowerPriority);
+
+    let mut groups = Vec::new();
+    let mut slots = Vec::new();
+    let mut covered = vec![None; resources.len()];
+    for (gi, g) in q.resource_groups.as_deref().unwrap_or_default().iter().enumerate() {
+        let gpath = format!("{path}.resource_groups[{gi}]");
+        let mut group_res = Vec::new();
+        for (ri, r) in g.covered_resources.iter().enumerate() {
+            let id = res_id(r).unwrap_or_default();
+            if covered[id].is_some() {
+                return Err(err(
+                    format!("{gpath}.covered_resources[{ri}]"),
+                    format!("resource {r} is covered by more than one resource group of queue {}", q.name),
+                ));
+            }
+            covered[id] = Some(gi);
+            group_res.push(id);
+        }
+        let start = slots.len();
+        for (fi, fq) in g.flavors.iter().enumerate() {
+            let fpath = format!("{gpath}.flavors[{fi}]");
+            let flavor = *flavor_ids
+                .get(fq.name.as_str())
+                .ok_or_else(|| err(format!("{fpath}.name"), format!("flavor {} is not defined", fq.name)))?;
+            if slots.iter().any(|s: &SlotDef| s.flavor == flavor) {
+                return Err(err(format!("{fpath}.name"), format!("flavor {} appears twice in queue {}", fq.name, q.name)));
+            }
+            let mut quota = vec![Milli::UNLIMITED; resources.len()];
+            for (si, spec) in fq.resources.as_deref().unwrap_or_default().iter().enumerate() {
+                let spath = format!("{fpath}.resources[{si}]");
+                let id = res_id(&spec.name).filter(|id| group_res.contains(id)).ok_or_else(|| {
+                    err(format!("{spath}.name"), format!("resource {} is not among the group's covered_resources", spec.name))
+                })?;
+                if let Some(n) = spec.nominal_quota {
+                    quota[id] = quota_milli(n).ok_or_else(|| {
+                        err(format!("{spath}.nominal_quota"), "must be a number ≥ 0 with at most 3 decimals")
+                    })?;
+                }
+            }
+            slots.push(SlotDef { flavor, group: gi, quota });
+        }
+        groups.push(GroupDef { resources: group_res, slots: start..slots.len() });
+    }
+    Ok(QueueDef {
+        name,
+        preempt_lower_priority,
+        ordering,
+        placement,
+        strategy,
+        groups,
+        slots,
+        covered,
+        covers_everything: false,
+    })
 }
 
 /// Adds the built-in `default` queue: unlimited quota for every resource (even names no

@@ -21,7 +21,6 @@ use serde_json::json;
 use super::body::{parse_i64, respond, sent_yaml, wants_yaml, Params, PathText, RawBody};
 use super::error::ApiError;
 use crate::services::auth::Caller;
-use crate::services::config::ServiceError;
 use crate::state::AppState;
 use crate::store::config::ApplyMeta;
 
@@ -89,24 +88,19 @@ pub(super) fn read_apply_body(headers: &HeaderMap, body: &RawBody) -> Result<(Sc
             serde_json::from_str(text).map_err(|e| invalid_body(format!("malformed JSON: {e}"), e.line(), e.column()))?;
         if value.get("config").is_some() {
             let request: ApplyRequest = serde_json::from_value(value).map_err(|e| ApiError::bad_request(format!("apply request: {e}")))?;
-            let config = from_json_value(&request.config).map_err(problems)?;
+            let config = from_json_value(&request.config).map_err(ApiError::invalid_config)?;
             let meta = ApplyMeta { message: request.message, expected_active_version: request.expected_active_version, ..Default::default() };
             return Ok((config, meta));
         }
-        return Ok((from_json_value(&value).map_err(problems)?, ApplyMeta::default()));
+        return Ok((from_json_value(&value).map_err(ApiError::invalid_config)?, ApplyMeta::default()));
     }
-    Ok((parse(text, Format::Yaml).map_err(problems)?, ApplyMeta::default()))
+    Ok((parse(text, Format::Yaml).map_err(ApiError::invalid_config)?, ApplyMeta::default()))
 }
 
 /// A body that is not JSON at all is an invalid config, with the place it broke.
 fn invalid_body(message: String, line: usize, column: usize) -> ApiError {
     let problem = app::config::Problem { line: Some(line), column: Some(column), ..app::config::Problem::error("", message) };
-    problems(vec![problem])
-}
-
-/// Parse problems (syntax, types, unknown keys) are a 422 like any other invalid config.
-pub(super) fn problems(problems: Vec<app::config::Problem>) -> ApiError {
-    ServiceError::Invalid(Report { problems }).into()
+    ApiError::invalid_config(vec![problem])
 }
 
 async fn list_versions(State(state): State<AppState>, headers: HeaderMap, params: Params) -> Result<Response, ApiError> {

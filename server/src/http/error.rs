@@ -22,6 +22,12 @@ pub struct ApiError {
 }
 
 impl ApiError {
+    /// 422 for a config that does not parse (syntax, types, unknown keys), like any other
+    /// invalid config.
+    pub fn invalid_config(problems: Vec<app::config::Problem>) -> Self {
+        ServiceError::Invalid(app::config::Report { problems }).into()
+    }
+
     /// 400 with `message`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)

@@ -13,7 +13,6 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::body::{respond, sent_yaml, wants_yaml, Params, RawBody};
-use super::config::problems;
 use super::error::ApiError;
 use crate::services::preview::{self, window, Sources};
 use crate::clock::now_us;
@@ -37,18 +36,18 @@ fn read_body(headers: &HeaderMap, params: &Params, body: &RawBody) -> Result<(Sc
     }
     let is_yaml = sent_yaml(headers).unwrap_or_else(|| !text.trim_start().starts_with('{'));
     if is_yaml {
-        return Ok((parse(text, Format::Yaml).map_err(problems)?, from_query));
+        return Ok((parse(text, Format::Yaml).map_err(ApiError::invalid_config)?, from_query));
     }
     let value: Value = serde_json::from_str(text).map_err(|e| ApiError::bad_request(format!("malformed JSON: {e}")))?;
     let Some(obj) = value.as_object().filter(|o| o.contains_key("config")) else {
-        return Ok((from_json_value(&value).map_err(problems)?, from_query));
+        return Ok((from_json_value(&value).map_err(ApiError::invalid_config)?, from_query));
     };
     if let Some(k) = obj.keys().find(|k| *k != "config" && *k != "window") {
         return Err(ApiError::bad_request(format!("{k}: unknown field; a preview request has `config` and `window`")));
     }
     let draft = match &obj["config"] {
-        Value::String(text) => parse_auto(text).map_err(problems)?,
-        v @ Value::Object(_) => from_json_value(v).map_err(problems)?,
+        Value::String(text) => parse_auto(text).map_err(ApiError::invalid_config)?,
+        v @ Value::Object(_) => from_json_value(v).map_err(ApiError::invalid_config)?,
         other => return Err(ApiError::bad_request(format!("config: must be a config object or its YAML/JSON text, got {other}"))),
     };
     Ok((draft, obj.get("window").cloned().or(from_query)))

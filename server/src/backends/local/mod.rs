@@ -1420,6 +1420,11 @@ mod tests {
             .spawn()
             .expect("sh");
         let proc = Proc { pid: child.id() as i32, start: 0 };
+        // Until the child has exec'd, /proc shows the environment it was forked with.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while leader_is(proc, "job-r1") != Some(true) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(leader_is(proc, "job-r1"), Some(true), "even after its shell unset the variable");
         assert!(is_alive(proc, "job-r1") && is_ours(proc, "job-r1"));
         assert_eq!(leader_is(proc, "job-r2"), Some(false), "another run's key");
