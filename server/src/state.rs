@@ -10,7 +10,8 @@ use crate::backends::{Backend, Registry};
 use crate::backends::local::{LocalBackend, LocalConfig};
 use crate::backends::ray::{RayBackend, RayConfig};
 use crate::store::jobs::JobStore;
-use crate::services::jobs::{Runtime, Settings};
+use crate::admission::Settings;
+use crate::services::jobs::Runtime;
 use crate::services::config::ConfigService;
 use crate::store::config::ConfigStore;
 

@@ -194,7 +194,7 @@ impl Loop {
         for (reply, r) in batch.replies.drain(..) {
             let r = match &result {
                 Ok(()) => r,
-                Err(e) => Err(RuntimeError::Store(e.to_string())),
+                Err(e) => Err(LoopError::Store(e.to_string())),
             };
             let _ = reply.send(r);
         }

@@ -69,8 +69,8 @@ impl Loop {
         }
     }
 
-    pub(super) fn cancel(&mut self, id: &str, by: &str, now: i64, batch: &mut Batch) -> Result<JobRow, RuntimeError> {
-        let Some(live) = self.state.jobs.get_mut(id) else { return Err(RuntimeError::NotLive(id.to_string())) };
+    pub(super) fn cancel(&mut self, id: &str, by: &str, now: i64, batch: &mut Batch) -> Result<JobRow, LoopError> {
+        let Some(live) = self.state.jobs.get_mut(id) else { return Err(LoopError::NotLive(id.to_string())) };
         let key = live.key.clone();
         if live.row.state.holds_quota() {
             if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
@@ -87,10 +87,10 @@ impl Loop {
         Ok(row)
     }
 
-    pub(super) fn set_priority(&mut self, id: &str, priority: i64, by: &str, now: i64, batch: &mut Batch) -> Result<JobRow, RuntimeError> {
+    pub(super) fn set_priority(&mut self, id: &str, priority: i64, by: &str, now: i64, batch: &mut Batch) -> Result<JobRow, LoopError> {
         let compiled = self.state.compiled.clone();
-        let Some(live) = self.state.jobs.get_mut(id) else { return Err(RuntimeError::NotLive(id.to_string())) };
-        let priority = bounded_priority(&compiled, live.row.rule_index, priority)?;
+        let Some(live) = self.state.jobs.get_mut(id) else { return Err(LoopError::NotLive(id.to_string())) };
+        let priority = engine::bounded_priority(&compiled, live.row.rule_index, priority).map_err(|r| LoopError::Invalid(r.reason))?;
         let old = live.row.priority;
         live.row.priority = priority;
         live.row.spec.priority = Some(priority);
@@ -175,24 +175,5 @@ impl Loop {
         live.row.finished_at_us = Some(now);
         live.row.reason = failed.then(|| what.clone());
         batch.events.push(job_event(now, "finished", live, what));
-    }
-}
-
-/// The priority a job may be changed to, under the rule that routed it.
-pub fn bounded_priority(compiled: &Compiled, rule_index: Option<i64>, priority: i64) -> Result<i64, RuntimeError> {
-    let Some(rule) = rule_index.and_then(|i| usize::try_from(i).ok()).and_then(|i| compiled.rules.get(i)) else {
-        return Ok(priority);
-    };
-    let (min, max) = (rule.min.unwrap_or(i64::MIN), rule.max.unwrap_or(i64::MAX));
-    if (min..=max).contains(&priority) {
-        return Ok(priority);
-    }
-    match rule.on_violation {
-        app::config::OnViolation::ForceUpdate => Ok(priority.clamp(min, max)),
-        app::config::OnViolation::Reject => Err(RuntimeError::Invalid(format!(
-            "priority: {priority} is outside [{}, {}] of the rule that routed this job",
-            rule.min.map_or("-∞".into(), |m| m.to_string()),
-            rule.max.map_or("∞".into(), |m| m.to_string())
-        ))),
     }
 }

@@ -39,7 +39,6 @@ mod live;
 mod recover;
 mod sample;
 
-pub use commands::bounded_priority;
 pub use live::{free_on, usage, Live};
 use live::{deadline_of, job_event, pending_job};
 
@@ -52,12 +51,67 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::backends::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
 use crate::clock::now_us;
-use crate::services::jobs::{RuntimeError, Settings, Shared};
+use std::path::PathBuf;
 use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
 use crate::engine::policy::QueueingStrategy;
 use crate::engine::quick::{fifo_rank, Cut, FifoRank};
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
 use crate::services::config::{ActiveConfig, ConfigService};
+
+/// Tunables of the loop.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Period of the timeout/backoff/capacity check.
+    pub tick: Duration,
+    /// First retry delay; doubled per retry, at most 5 minutes.
+    pub retry_backoff: Duration,
+    /// Resource-history sample period while anything is in use.
+    pub sample_interval: Duration,
+    /// Samples older than this are deleted.
+    pub history_retention: Duration,
+    /// Where backends keep runs (logs, working dirs).
+    pub data_dir: PathBuf,
+    /// A job's `working_dir` must lie inside one of these (any, when empty).
+    pub workdir_roots: Vec<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            tick: Duration::from_millis(500),
+            retry_backoff: Duration::from_secs(1),
+            sample_interval: Duration::from_secs(10),
+            history_retention: Duration::from_secs(14 * 24 * 3600),
+            data_dir: PathBuf::from("data"),
+            workdir_roots: Vec::new(),
+        }
+    }
+}
+
+/// What submissions need from the loop without asking it: the nodes of the last snapshot.
+#[derive(Debug)]
+pub struct Shared {
+    pub nodes: Arc<Vec<Node>>,
+}
+
+/// What the loop refuses or fails at (the jobs service says it to the caller).
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    /// The job exists but has ended.
+    #[error("job `{0}` has already ended")]
+    NotLive(String),
+    /// Bad input: `field: problem`.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("database error: {0}")]
+    Store(String),
+}
+
+impl From<crate::store::jobs::JobStoreError> for LoopError {
+    fn from(e: crate::store::jobs::JobStoreError) -> Self {
+        LoopError::Store(e.to_string())
+    }
+}
 
 /// Asks the loop to do something; replies come after the change is committed.
 pub enum Cmd {
@@ -189,7 +243,7 @@ const EXPLAIN_EVERY: Duration = Duration::from_millis(250);
 type UsageCells = BTreeMap<(Name, Name, Name), i64>;
 
 /// Where the answer to a cancel or priority change goes.
-type Reply = oneshot::Sender<Result<JobRow, RuntimeError>>;
+type Reply = oneshot::Sender<Result<JobRow, LoopError>>;
 
 /// What a start task reports for one run.
 struct Started {
@@ -209,7 +263,7 @@ struct Batch {
     spec_changed: HashSet<Name>,
     events: Vec<NewEvent>,
     stops: Vec<(Name, RunId, String)>,
-    replies: Vec<(Reply, Result<JobRow, RuntimeError>)>,
+    replies: Vec<(Reply, Result<JobRow, LoopError>)>,
 }
 
 impl Batch {

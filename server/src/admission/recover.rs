@@ -5,7 +5,7 @@ use super::*;
 
 impl Loop {
     /// Reloads unfinished jobs and re-attaches running ones to their backends.
-    pub(crate) async fn recover(&mut self) -> Result<(), RuntimeError> {
+    pub(crate) async fn recover(&mut self) -> Result<(), LoopError> {
         let rows = self.store.load_unfinished().await?;
         let now = now_us();
         let mut batch = Batch::default();

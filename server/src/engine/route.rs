@@ -7,7 +7,7 @@
 
 use app::config::{selector, Labels, OnViolation};
 
-use super::compile::Compiled;
+use super::compile::{Compiled, RuleDef};
 use super::resources::{Milli, Name, Resources};
 use super::snapshot::Node;
 
@@ -55,27 +55,35 @@ pub fn route(c: &Compiled, labels: &Labels, requested_priority: Option<i64>) -> 
         .find(|(_, r)| selector::matches(r.selector.as_deref(), labels))
         .ok_or_else(|| reject(format!("no scheduling rule matches labels {}", describe_labels(labels))))?;
     let queue = c.queues[rule.queue].name.clone();
-    let clamp = |p: i64| p.max(rule.min.unwrap_or(i64::MIN)).min(rule.max.unwrap_or(i64::MAX));
-    let priority = match requested_priority.or(rule.default) {
-        None => clamp(0),
-        Some(p) => {
-            let violated = match (rule.min, rule.max) {
-                (Some(min), _) if p < min => Some(format!("below the minimum {min}")),
-                (_, Some(max)) if p > max => Some(format!("above the maximum {max}")),
-                _ => None,
-            };
-            match (violated, rule.on_violation) {
-                (None, _) => p,
-                (Some(_), OnViolation::ForceUpdate) => clamp(p),
-                (Some(why), OnViolation::Reject) => {
-                    return Err(reject(format!(
-                        "priority {p} is {why} allowed by scheduling_rules[{index}] (queue {queue})"
-                    )))
-                }
-            }
-        }
-    };
+    let priority = bounded(rule, index, &queue, requested_priority.or(rule.default))?;
     Ok(Routed { queue, rule_index: Some(index), priority })
+}
+
+/// A priority under rule `index`'s policy: `None` (none asked, no default) is 0 clamped
+/// into the bounds; one outside `[min, max]` is clamped with `force_update` and rejected,
+/// naming the bound, with `reject` or no `on_violation`.
+fn bounded(rule: &RuleDef, index: usize, queue: &str, priority: Option<i64>) -> Result<i64, Rejection> {
+    let clamp = |p: i64| p.max(rule.min.unwrap_or(i64::MIN)).min(rule.max.unwrap_or(i64::MAX));
+    let Some(p) = priority else { return Ok(clamp(0)) };
+    let violated = match (rule.min, rule.max) {
+        (Some(min), _) if p < min => Some(format!("below the minimum {min}")),
+        (_, Some(max)) if p > max => Some(format!("above the maximum {max}")),
+        _ => None,
+    };
+    match (violated, rule.on_violation) {
+        (None, _) => Ok(p),
+        (Some(_), OnViolation::ForceUpdate) => Ok(clamp(p)),
+        (Some(why), OnViolation::Reject) => Err(reject(format!("priority {p} is {why} allowed by scheduling_rules[{index}] (queue {queue})"))),
+    }
+}
+
+/// The priority a routed job may be changed to, under the rule that routed it (the same
+/// policy as at submit); a job no rule routed takes any priority.
+pub fn bounded_priority(c: &Compiled, rule_index: Option<i64>, priority: i64) -> Result<i64, Rejection> {
+    let Some((index, rule)) = rule_index.and_then(|i| usize::try_from(i).ok()).and_then(|i| Some((i, c.rules.get(i)?))) else {
+        return Ok(priority);
+    };
+    bounded(rule, index, &c.queues[rule.queue].name, Some(priority))
 }
 
 /// `team=vision, tier=prod`, or `(none)`.

@@ -8,7 +8,6 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
 
 use app::auth::Role;
 use app::jobs::{
@@ -18,7 +17,7 @@ use app::jobs::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::request;
-use crate::admission::{self, Cmd, Live, Loop, State};
+use crate::admission::{self, Cmd, Live, LoopError, Loop, Settings, Shared, State};
 use crate::backends::{self as backend, local, Registry, RunId, Stream};
 use crate::clock::{new_id, now_us};
 use crate::store::jobs::{self as store, EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
@@ -27,50 +26,12 @@ use crate::services::auth::{AuditRecord, Caller};
 use crate::engine::{self, Compiled, Node};
 use crate::services::config::ConfigService;
 
-/// Tunables of the loop.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// Period of the timeout/backoff/capacity check.
-    pub tick: Duration,
-    /// First retry delay; doubled per retry, at most 5 minutes.
-    pub retry_backoff: Duration,
-    /// Resource-history sample period while anything is in use.
-    pub sample_interval: Duration,
-    /// Samples older than this are deleted.
-    pub history_retention: Duration,
-    /// Where backends keep runs (logs, working dirs).
-    pub data_dir: PathBuf,
-    /// A job's `working_dir` must lie inside one of these (any, when empty).
-    pub workdir_roots: Vec<PathBuf>,
-}
-
-impl Settings {
-    /// Refuses a working dir outside the allowed roots.
-    fn check_workdir(&self, req: &JobRequest) -> Result<(), RuntimeError> {
-        match &req.runtime_env.working_dir {
-            Some(dir) => request::workdir_allowed(&self.workdir_roots, dir).map_err(RuntimeError::Invalid),
-            None => Ok(()),
-        }
+/// Refuses a working dir outside the allowed roots.
+fn check_workdir(settings: &Settings, req: &JobRequest) -> Result<(), RuntimeError> {
+    match &req.runtime_env.working_dir {
+        Some(dir) => request::workdir_allowed(&settings.workdir_roots, dir).map_err(RuntimeError::Invalid),
+        None => Ok(()),
     }
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            tick: Duration::from_millis(500),
-            retry_backoff: Duration::from_secs(1),
-            sample_interval: Duration::from_secs(10),
-            history_retention: Duration::from_secs(14 * 24 * 3600),
-            data_dir: PathBuf::from("data"),
-            workdir_roots: Vec::new(),
-        }
-    }
-}
-
-/// What submissions need from the loop without asking it: the nodes of the last snapshot.
-#[derive(Debug)]
-pub struct Shared {
-    pub nodes: Arc<Vec<Node>>,
 }
 
 /// What the runtime refuses or fails at; mapped to HTTP in `http::error`.
@@ -98,6 +59,16 @@ pub enum RuntimeError {
     Backend(String),
     #[error("database error: {0}")]
     Store(String),
+}
+
+impl From<LoopError> for RuntimeError {
+    fn from(e: LoopError) -> Self {
+        match e {
+            LoopError::NotLive(id) => RuntimeError::NotLive(id),
+            LoopError::Invalid(m) => RuntimeError::Invalid(m),
+            LoopError::Store(m) => RuntimeError::Store(m),
+        }
+    }
 }
 
 impl From<store::JobStoreError> for RuntimeError {
@@ -170,7 +141,7 @@ impl Runtime {
     /// [`RuntimeError::Rejected`].
     pub async fn submit(&self, req: JobRequest, caller: &Caller) -> Result<Job, RuntimeError> {
         caller.require(Role::Submitter, "submitting jobs")?;
-        self.settings.check_workdir(&req)?;
+        check_workdir(&self.settings, &req)?;
         let row = self.prepare(req, &caller.user, None)?;
         let job = row.to_job();
         let (reply, stored) = oneshot::channel();
@@ -213,7 +184,7 @@ impl Runtime {
             if let Some(t) = p.timeout_sec {
                 job.timeout_s = t;
             }
-            let row = self.settings.check_workdir(&job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(|e| match e {
+            let row = check_workdir(&self.settings, &job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(|e| match e {
                 RuntimeError::Invalid(m) => RuntimeError::Invalid(format!("jobs[{i}].{m}")),
                 other => other,
             })?;
@@ -275,7 +246,7 @@ impl Runtime {
         rx.await.map_err(|_| RuntimeError::Stopped)
     }
 
-    async fn call(&self, make: impl FnOnce(oneshot::Sender<Result<JobRow, RuntimeError>>) -> Cmd) -> Result<Job, RuntimeError> {
+    async fn call(&self, make: impl FnOnce(oneshot::Sender<Result<JobRow, LoopError>>) -> Cmd) -> Result<Job, RuntimeError> {
         let (tx, rx) = oneshot::channel();
         self.cmds.send(make(tx)).map_err(|_| RuntimeError::Stopped)?;
         Ok(rx.await.map_err(|_| RuntimeError::Stopped)??.to_job())

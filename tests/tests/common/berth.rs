@@ -2,7 +2,7 @@
 //! what the runtime tests drive (real processes, real restarts, `kill -9`).
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
