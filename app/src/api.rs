@@ -3,7 +3,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::config::SchedulerConfig;
+use crate::config::{Problem, SchedulerConfig};
+use crate::jobs::Job;
 
 /// One stored config version, with its config (`GET /api/v1/scheduler/config`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,4 +76,45 @@ pub struct ErrorDetail {
     pub message: String,
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
+}
+
+// The dashboard's server functions answer with these (see `ui::server_fns`).
+
+/// Why, and on top of which version (a mismatch is a conflict, never an overwrite). The
+/// author is whoever is signed in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApplyInput {
+    pub message: Option<String>,
+    pub expected_active_version: Option<i64>,
+}
+
+/// What became of an apply or a rollback: the expected refusals are outcomes, not errors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ApplyOutcome {
+    /// Stored as `version`; `changed` is false when it equals the previous active version.
+    Applied { version: i64, changed: bool, warnings: Vec<Problem> },
+    /// Someone applied meanwhile: the draft was based on `expected`, `active` is current.
+    Conflict { expected: i64, active: i64 },
+    /// The server's validator refused it (the browser runs the same one, so this is rare).
+    Invalid { problems: Vec<Problem> },
+}
+
+/// What became of a submission from the dashboard.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum SubmitOutcome {
+    Submitted(Box<Job>),
+    /// Recorded as `rejected`; the job carries the reason.
+    Rejected(Box<Job>),
+    /// Bad input: `field: problem`; nothing was recorded.
+    Invalid(String),
+}
+
+/// A chart for ECharts, described with charming on the server: the option as JSON, and how
+/// many points it carries (an empty chart says so instead of drawing blank axes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartData {
+    pub option: String,
+    pub points: usize,
+    /// The range the data covers and the step it was downsampled to, for the caption.
+    pub step_s: f64,
 }

@@ -267,3 +267,14 @@ pub struct Fidelity {
     /// them by the active config, so they may differ for that reason alone).
     pub other_versions: u64,
 }
+
+/// A queue as the preview names it: `(no rule matches)`, or marked `(new)` or `(removed)`
+/// when only the draft or only the active config has it.
+pub fn queue_label(q: &QueueImpact) -> String {
+    match (&q.queue, q.in_active, q.in_draft) {
+        (None, _, _) => "(no rule matches)".into(),
+        (Some(n), true, false) => format!("{n} (removed)"),
+        (Some(n), false, true) => format!("{n} (new)"),
+        (Some(n), _, _) => n.clone(),
+    }
+}

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use super::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
+use crate::api::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use crate::config::diff::ConfigDiff;

@@ -4,7 +4,7 @@
 use leptos::html::Div;
 use leptos::prelude::*;
 
-use super::server_fns::ChartData;
+use crate::api::ChartData;
 
 /// Draws `data` once it is loaded; redraws when it changes (new data replaces the old
 /// option, so series that went away disappear). Shows a note instead of empty axes.

@@ -9,7 +9,7 @@ use charming::element::{AreaStyle, AxisType, ItemStyle, LineStyle, LineStyleType
 use charming::series::{Bar, Line};
 use charming::Chart;
 
-use super::server_fns::ChartData;
+use crate::api::ChartData;
 use crate::jobs::History;
 use crate::preview::PreviewReport;
 

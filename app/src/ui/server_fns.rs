@@ -1,32 +1,12 @@
 //! Server functions: the dashboard's calls into the server's service layer.
 
 use leptos::prelude::*;
-use serde::{Deserialize, Serialize};
 
+pub use crate::api::{ApplyInput, ApplyOutcome, ChartData, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
-use crate::config::Problem;
 use crate::jobs::{Event, EventPage, Job, JobPage, NodeView, QueueView, StageResults, StageStatus};
 use crate::preview::PreviewReport;
-
-/// Why, and on top of which version (a mismatch is a conflict, never an overwrite). The
-/// author is whoever is signed in.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApplyInput {
-    pub message: Option<String>,
-    pub expected_active_version: Option<i64>,
-}
-
-/// What became of an apply or a rollback: the expected refusals are outcomes, not errors.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum ApplyOutcome {
-    /// Stored as `version`; `changed` is false when it equals the previous active version.
-    Applied { version: i64, changed: bool, warnings: Vec<Problem> },
-    /// Someone applied meanwhile: the draft was based on `expected`, `active` is current.
-    Conflict { expected: i64, active: i64 },
-    /// The server's validator refused it (the browser runs the same one, so this is rare).
-    Invalid { problems: Vec<Problem> },
-}
 
 #[cfg(feature = "ssr")]
 fn backend() -> Result<super::backend::SharedBackend, ServerFnError> {
@@ -61,26 +41,6 @@ pub async fn apply_draft(yaml: String, input: ApplyInput) -> Result<ApplyOutcome
 #[server]
 pub async fn rollback_to(version: i64, input: ApplyInput) -> Result<ApplyOutcome, ServerFnError> {
     backend()?.rollback(version, input).await.map_err(ServerFnError::new)
-}
-
-/// What became of a submission from the dashboard.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum SubmitOutcome {
-    Submitted(Box<Job>),
-    /// Recorded as `rejected`; the job carries the reason.
-    Rejected(Box<Job>),
-    /// Bad input: `field: problem`; nothing was recorded.
-    Invalid(String),
-}
-
-/// A chart for ECharts, described with charming on the server: the option as JSON, and how
-/// many points it carries (an empty chart says so instead of drawing blank axes).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChartData {
-    pub option: String,
-    pub points: usize,
-    /// The range the data covers and the step it was downsampled to, for the caption.
-    pub step_s: f64,
 }
 
 /// Every queue with usage, counts, pending and running jobs.
@@ -214,6 +174,6 @@ pub async fn get_stage(id: String) -> Result<(StageStatus, StageResults), Server
 #[server]
 pub async fn preview_draft(yaml: String, window: String, token: String) -> Result<(PreviewReport, ChartData), ServerFnError> {
     let report = backend()?.preview(yaml, window, token).await.map_err(ServerFnError::new)?;
-    let chart = super::charts::preview_waits(&report, super::editor::queue_label);
+    let chart = super::charts::preview_waits(&report, crate::preview::queue_label);
     Ok((report, chart))
 }

@@ -9,8 +9,6 @@ mod draft;
 mod fields;
 mod flavors;
 mod preview;
-#[cfg(feature = "ssr")]
-pub use preview::queue_label;
 mod queues;
 mod rules;
 mod selector;

@@ -11,10 +11,11 @@ use leptos::prelude::*;
 
 use super::Editor;
 use crate::config::to_canonical_yaml;
-use crate::preview::{PreviewReport, QueueImpact};
+use crate::preview::{queue_label, PreviewReport};
 use crate::ui::server_fns::{preview_draft, preview_progress};
 use crate::ui::chart::Chart;
-use crate::ui::server_fns::ChartData;
+use crate::api::ChartData;
+
 use crate::ui::widgets::ErrorBox;
 
 /// Windows offered, as the API spells them.
@@ -46,15 +47,6 @@ fn pair(a: String, b: String) -> String {
         a
     } else {
         format!("{a} → {b}")
-    }
-}
-
-pub fn queue_label(q: &QueueImpact) -> String {
-    match (&q.queue, q.in_active, q.in_draft) {
-        (None, _, _) => "(no rule matches)".into(),
-        (Some(n), true, false) => format!("{n} (removed)"),
-        (Some(n), false, true) => format!("{n} (new)"),
-        (Some(n), _, _) => n.clone(),
     }
 }
 
