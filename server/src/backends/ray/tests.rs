@@ -1,0 +1,91 @@
+//! The Ray backend's pure parts: job status mapping, selectors, submission bodies.
+
+use super::*;
+use crate::engine::FlavorAssignment;
+
+fn spec() -> StartSpec {
+    StartSpec {
+        run: RunId { job: "j-1".into(), run: 2 },
+        entrypoint: "echo hi".into(),
+        working_dir: None,
+        env_vars: BTreeMap::from([("A".into(), "b".into())]),
+        runtime_env: Map::new(),
+        resources: Resources::new([("cpu", Milli::units(1)), ("gpu", Milli::units(2)), ("memory_gb", Milli(500)), ("accel", Milli::units(1))]),
+        node: "ray:abc".into(),
+        flavors: vec![FlavorAssignment { flavor: "f".into(), resources: vec!["cpu".into()] }],
+        selector_labels: BTreeMap::from([("pool".into(), "test".into()), ("backend".into(), "ray".into())]),
+        metadata: BTreeMap::from([("queue".into(), "q".into())]),
+    }
+}
+
+#[test]
+fn a_submission_carries_resources_selector_and_metadata_and_nothing_else() {
+    let body = submission(&spec(), &["pool".to_string()]);
+    assert_eq!(
+        body,
+        json!({
+            "entrypoint": "echo hi",
+            "submission_id": "j-1-r2",
+            "runtime_env": {"env_vars": {"A": "b", "BERTH_JOB_ID": "j-1", "BERTH_RUN": "2"}},
+            "metadata": {"queue": "q"},
+            "entrypoint_num_cpus": 1.0,
+            "entrypoint_num_gpus": 2.0,
+            "entrypoint_memory": 536870912u64,
+            "entrypoint_resources": {"accel": 1.0},
+            // `backend` is Berth's label, no Ray node has it.
+            "entrypoint_label_selector": {"pool": "test"},
+        })
+    );
+}
+
+#[test]
+fn statuses_map_to_outcomes() {
+    assert_eq!(outcome_of(&json!({"status": "RUNNING"})), None);
+    assert_eq!(outcome_of(&json!({"status": "PENDING"})), None);
+    assert_eq!(outcome_of(&json!({"status": "SUCCEEDED"})), Some(Outcome::Exited(0)));
+    assert_eq!(
+        outcome_of(&json!({"status": "FAILED", "error_type": "JOB_ENTRYPOINT_COMMAND_ERROR", "message": "exit 3"})),
+        Some(Outcome::Failed("JOB_ENTRYPOINT_COMMAND_ERROR: exit 3".into()))
+    );
+    assert!(matches!(outcome_of(&json!({"status": "STOPPED"})), Some(Outcome::Failed(_))));
+}
+
+#[test]
+fn nodes_come_from_the_state_api_with_berth_names() {
+    let body = json!({"result": true, "data": {"result": {"result": [
+        {"node_id": "7f5033466a00ef22e3603ec5", "state": "ALIVE",
+         "resources_total": {"CPU": 4.0, "GPU": 2.0, "memory": 16418352743.0, "object_store_memory": 7.0e9,
+                             "node:127.0.0.1": 1.0, "node:__internal_head__": 1.0, "accel": 2.0},
+         "labels": {"ray.io/node-id": "7f50", "pool": "test"}},
+        {"node_id": "dead", "state": "DEAD", "resources_total": {"CPU": 1.0}, "labels": {}}
+    ]}}});
+    let nodes = parse_nodes("ray", &body);
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].ray_id, "7f5033466a00ef22e3603ec5");
+    assert!(nodes[0].keys.iter().any(|(camel, name, _)| camel == "CPU" && &**name == "cpu"));
+    let n = &nodes[0].node;
+    assert_eq!(&*n.id, "ray:7f5033466a00");
+    assert_eq!(&*n.backend, "ray");
+    assert_eq!(n.labels.get("pool").map(String::as_str), Some("test"));
+    assert_eq!(n.labels.get("backend").map(String::as_str), Some("ray"));
+    assert_eq!(n.capacity, Resources::new([("cpu", Milli::units(4)), ("gpu", Milli::units(2)), ("accel", Milli::units(2)), ("memory_gb", Milli(15290))]));
+}
+
+#[test]
+fn ray_errors_are_shortened_to_their_last_line() {
+    assert_eq!(last_line("Traceback…\n  File x\nValueError: Job with submission_id a already exists.\n\n"), "ValueError: Job with submission_id a already exists.");
+}
+
+/// Recovery while Ray does not answer: a run whose start was acknowledged is watched
+/// until Ray can say how it is; one whose start never was goes back to its queue (and is
+/// not failed later as lost when Ray, back with no record of it, says it never had it).
+#[tokio::test]
+async fn recovery_without_ray_requeues_unacknowledged_starts_and_watches_the_rest() {
+    let (exits, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut cfg = RayConfig::new("ray", "http://127.0.0.1:9"); // discard: nothing listens
+    cfg.request_timeout = Duration::from_secs(2);
+    let ray = RayBackend::new(cfg, exits).unwrap();
+    assert_eq!(ray.adopt(spec(), None).await, Adopted::NeverStarted);
+    assert_eq!(ray.adopt(spec(), Some("j-1-r2".into())).await, Adopted::Running { handle: "j-1-r2".into() });
+    assert!(ray.lock_watched().contains_key("j-1-r2"));
+}
