@@ -35,6 +35,7 @@
 mod apply;
 mod commands;
 mod decide;
+pub mod intake;
 mod live;
 mod recover;
 mod sample;
@@ -105,6 +106,8 @@ pub enum LoopError {
     Invalid(String),
     #[error("database error: {0}")]
     Store(String),
+    #[error("the admission loop is not running")]
+    Stopped,
 }
 
 impl From<crate::store::jobs::JobStoreError> for LoopError {

@@ -11,13 +11,15 @@ use std::sync::{Arc, RwLock};
 
 use app::auth::Role;
 use app::jobs::{
-    EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, QueuedJob, QuotaUsage, ReportedUse, RunningEntry, Sample,
+    EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, ReportedUse, Sample,
     StageCreated, StageRejection, StageRequest, StageResults, StageStatus,
 };
 use tokio::sync::{mpsc, oneshot};
 
 use super::request;
-use crate::admission::{self, Cmd, Live, LoopError, Loop, Settings, Shared, State};
+use super::views::queue_views;
+use crate::admission::intake::{submit_event, write_submissions, Submission};
+use crate::admission::{self, Cmd, LoopError, Loop, Settings, Shared, State};
 use crate::backends::{self as backend, local, Registry, RunId, Stream};
 use crate::clock::{new_id, now_us};
 use crate::store::jobs::{self as store, EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
@@ -67,6 +69,7 @@ impl From<LoopError> for RuntimeError {
             LoopError::NotLive(id) => RuntimeError::NotLive(id),
             LoopError::Invalid(m) => RuntimeError::Invalid(m),
             LoopError::Store(m) => RuntimeError::Store(m),
+            LoopError::Stopped => RuntimeError::Stopped,
         }
     }
 }
@@ -475,72 +478,6 @@ impl Runtime {
     }
 }
 
-/// One job to store (and, unless rejected, hand to the loop), and who waits for it.
-struct Submission {
-    row: JobRow,
-    reply: oneshot::Sender<Result<(), RuntimeError>>,
-}
-
-/// Most submissions written in one transaction.
-const SUBMIT_BATCH: usize = 500;
-
-/// Stores submissions with group commit: every submission that arrived while the last
-/// transaction ran goes into the next one, so a burst costs a few commits, not one each.
-/// Stored jobs go to the loop before anyone is answered (a `201` means durable and queued),
-/// and from this task, not the request: a client that hangs up cannot leave a job stored
-/// but unknown to the loop.
-async fn write_submissions(store: JobStore, cmds: mpsc::UnboundedSender<Cmd>, mut rx: mpsc::UnboundedReceiver<Submission>) {
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < SUBMIT_BATCH {
-            match rx.try_recv() {
-                Ok(s) => batch.push(s),
-                Err(_) => break,
-            }
-        }
-        let rows: Vec<JobRow> = batch.iter().map(|s| s.row.clone()).collect();
-        let events: Vec<NewEvent> = rows.iter().map(submit_event).collect();
-        let mut results: Vec<Result<(), RuntimeError>> = match store.insert(None, &rows, &events).await {
-            Ok(()) => batch.iter().map(|_| Ok(())).collect(),
-            // One bad row must not fail the others: write them one by one.
-            Err(_) if batch.len() > 1 => {
-                let mut each = Vec::with_capacity(batch.len());
-                for (row, event) in rows.iter().zip(&events) {
-                    each.push(store.insert(None, std::slice::from_ref(row), std::slice::from_ref(event)).await.map_err(RuntimeError::from));
-                }
-                each
-            }
-            Err(e) => vec![Err(e.into())],
-        };
-        let queued: Vec<JobRow> = rows.into_iter().zip(&results).filter(|(r, ok)| ok.is_ok() && r.state != JobState::Rejected).map(|(r, _)| r).collect();
-        if !queued.is_empty() && cmds.send(Cmd::Enqueue(queued)).is_err() {
-            for r in results.iter_mut().filter(|r| r.is_ok()) {
-                *r = Err(RuntimeError::Stopped);
-            }
-        }
-        for (s, r) in batch.into_iter().zip(results) {
-            let _ = s.reply.send(r);
-        }
-    }
-}
-
-fn submit_event(row: &JobRow) -> NewEvent {
-    let (kind, message) = match row.state {
-        JobState::Rejected => ("rejected", format!("rejected: {}", row.reason.as_deref().unwrap_or(""))),
-        _ => ("submitted", format!("submitted by {} to {} with priority {}", row.submitter, row.queue.as_deref().unwrap_or("?"), row.priority)),
-    };
-    NewEvent {
-        at_us: row.submitted_at_us,
-        kind,
-        job_id: Some(row.id.clone()),
-        queue: row.queue.clone(),
-        config_version: row.config_version,
-        rule_index: row.rule_index,
-        message,
-        ..Default::default()
-    }
-}
-
 /// Seed 002's status words.
 fn seed_status(state: JobState) -> &'static str {
     match state {
@@ -577,71 +514,4 @@ fn collect_outputs(row: &JobRow, settings: &Settings) -> BTreeMap<String, serde_
         out.insert(path.clone(), value);
     }
     out
-}
-
-fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
-    let usage = admission::usage(s);
-    let cells = s.compiled.quota_cells();
-    let now = now_us();
-    let mut views = Vec::new();
-    for q in s.compiled.queues.iter().filter(|q| only.is_none_or(|n| *q.name == *n)) {
-        let jobs: Vec<&Live> = s.jobs.values().filter(|l| l.queue == q.name).collect();
-        let waiting: Vec<&&Live> = jobs.iter().filter(|l| l.row.state == JobState::Pending).collect();
-        let holding: Vec<&&Live> = jobs.iter().filter(|l| l.row.state.holds_quota()).collect();
-        let longest = waiting.iter().map(|l| l.row.enqueued_at_us).min().map(|t| (now - t).max(0) as f64 / 1e6);
-        let mut view = QueueView {
-            name: q.name.to_string(),
-            preemption: if q.preempt_lower_priority { "lower_priority" } else { "never" }.into(),
-            usage: cells
-                .iter()
-                .filter(|c| c.queue == q.name)
-                .map(|c| QuotaUsage {
-                    flavor: c.flavor.to_string(),
-                    resource: c.resource.to_string(),
-                    used: usage.get(&(c.queue.clone(), c.flavor.clone(), c.resource.clone())).copied().unwrap_or(0) as f64 / 1000.0,
-                    nominal: c.nominal.map(|m| m.as_f64()),
-                })
-                .collect(),
-            pending_count: waiting.len() as u64,
-            running_count: holding.len() as u64,
-            longest_wait_s: longest,
-            pending: Vec::new(),
-            running: Vec::new(),
-        };
-        if only.is_some() {
-            let mut pending: Vec<QueuedJob> = waiting
-                .iter()
-                .map(|l| {
-                    let (pos, why) = s.waiting.get(&l.key).unwrap_or((0, Arc::from("waiting for the next admission cycle")));
-                    QueuedJob {
-                        id: l.row.id.clone(),
-                        name: l.row.name.clone(),
-                        priority: l.row.priority,
-                        position: pos,
-                        enqueued_at: store::time_of(l.row.enqueued_at_us),
-                        reason: why.to_string(),
-                    }
-                })
-                .collect();
-            // Ranked jobs first by position; held-back ones (position 0) after, by priority.
-            pending.sort_by(|a, b| (a.position == 0).cmp(&(b.position == 0)).then(a.position.cmp(&b.position)).then(b.priority.cmp(&a.priority)).then(a.enqueued_at.cmp(&b.enqueued_at)));
-            view.pending = pending;
-            let mut running: Vec<RunningEntry> = holding
-                .iter()
-                .map(|l| RunningEntry {
-                    id: l.row.id.clone(),
-                    name: l.row.name.clone(),
-                    priority: l.row.priority,
-                    state: l.row.state,
-                    flavors: l.row.flavors.clone(),
-                    node: l.row.node.clone().unwrap_or_default(),
-                    started_at: l.row.started_at_us.map(store::time_of),
-                })
-                .collect();
-            running.sort_by(|a, b| a.started_at.cmp(&b.started_at).then(a.id.cmp(&b.id)));
-            view.running = running;
-        }
-        views.push(view);
-    }
-    views
 }

@@ -7,3 +7,4 @@ pub mod config;
 pub mod jobs;
 pub mod preview;
 pub mod request;
+pub mod views;

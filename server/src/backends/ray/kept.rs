@@ -9,10 +9,14 @@
 //! logs are read from it, and a server restarting after the delete still learns how the
 //! run ended from it.
 
+use std::collections::VecDeque;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+
+use super::tasks::{ToDelete, GIVE_UP, SETTLE};
+use super::{Failure, RayBackend};
 
 /// Where a run's copy lives.
 fn dir(root: &Path, key: &str) -> PathBuf {
@@ -84,5 +88,68 @@ mod tests {
         assert_eq!(tail(b"abcdef", 2), b"ef");
         assert_eq!(tail(b"abc", 10), b"abc");
         assert_eq!(tail(b"abc", 0), b"");
+    }
+}
+
+impl RayBackend {
+    /// The saved log of an ended run, if it was saved.
+    pub(super) async fn kept_log(&self, key: &str, tail: Option<u64>) -> Option<Vec<u8>> {
+        let root = self.cfg.keep_dir.clone()?;
+        let key = key.to_string();
+        tokio::task::spawn_blocking(move || log(&root, &key, tail)).await.ok().flatten()
+    }
+
+    /// Ray's final record of an ended run, if it was saved.
+    pub(super) async fn kept_record(&self, key: &str) -> Option<Value> {
+        let root = self.cfg.keep_dir.clone()?;
+        let key = key.to_string();
+        tokio::task::spawn_blocking(move || record(&root, &key)).await.ok().flatten()
+    }
+
+    /// Saves an ended run's log and Ray's record of it; whether it did. On failure the job
+    /// stays in Ray (as without a keep dir) and its logs are read there.
+    pub(super) async fn save_ended(&self, key: &str, record: Value) -> bool {
+        let Some(root) = self.cfg.keep_dir.clone() else { return false };
+        let log = match self.get_json(&format!("/api/jobs/{key}/logs")).await {
+            Ok(body) => body.get("logs").and_then(Value::as_str).unwrap_or_default().to_string(),
+            Err(f) => {
+                tracing::warn!(run = %key, error = %self.describe(&f), "cannot read an ended run's log from Ray; leaving the job in Ray");
+                return false;
+            }
+        };
+        let limit = self.cfg.kept_log_bytes;
+        let owned = key.to_string();
+        match tokio::task::spawn_blocking(move || save(&root, &owned, tail(log.as_bytes(), limit), &record)).await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::warn!(run = %key, error = %e, "cannot save an ended run's log; leaving the job in Ray");
+                false
+            }
+            Err(e) => {
+                tracing::warn!(run = %key, error = %e, "saving an ended run's log failed; leaving the job in Ray");
+                false
+            }
+        }
+    }
+
+    /// One look at the saved runs waiting to be deleted from Ray: deletes those that ended
+    /// at least [`SETTLE`] ago, in the order they ended. One that Ray cannot delete now is
+    /// tried again at the next look, and left in Ray after [`GIVE_UP`].
+    pub(super) async fn delete_settled(&self, waiting: &mut VecDeque<ToDelete>) {
+        while let Some(w) = waiting.front() {
+            if w.since.elapsed() < SETTLE {
+                return; // the rest ended later still
+            }
+            let w = waiting.pop_front().expect("looked at above");
+            match self.send(self.http.delete(format!("{}/api/jobs/{}", self.base, w.key))).await {
+                Ok(_) | Err(Failure::Status(404, _)) => tracing::debug!(run = %w.key, "ended run saved and deleted from Ray"),
+                Err(f) if w.since.elapsed() < GIVE_UP => {
+                    tracing::debug!(run = %w.key, error = %self.describe(&f), "cannot delete an ended run from Ray now; trying again");
+                    waiting.push_front(w);
+                    return;
+                }
+                Err(f) => tracing::warn!(run = %w.key, error = %self.describe(&f), "cannot delete an ended run from Ray (its copy is saved); leaving it there"),
+            }
+        }
     }
 }
