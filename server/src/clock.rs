@@ -4,7 +4,8 @@
 //! the admission loop can drive time by hand (see `admission`'s harness).
 
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Microseconds since the epoch.
 pub fn now_us() -> i64 {
@@ -36,6 +37,45 @@ fn base36(mut n: u64, width: usize) -> String {
     }
     out.reverse();
     String::from_utf8(out).unwrap_or_default()
+}
+
+/// The time the admission loop stamps jobs and events with and judges timeouts and
+/// retry backoffs by: the system clock in the server, a hand-moved one in tests.
+pub trait Clock: Send + Sync + std::fmt::Debug + 'static {
+    /// Microseconds since the epoch.
+    fn now_us(&self) -> i64;
+}
+
+/// The system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_us(&self) -> i64 {
+        now_us()
+    }
+}
+
+/// A clock that moves only when told to.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    /// A clock reading `at_us`.
+    pub fn new(at_us: i64) -> ManualClock {
+        ManualClock(AtomicI64::new(at_us))
+    }
+
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        self.0.fetch_add(by.as_micros() as i64, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_us(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
 #[cfg(test)]

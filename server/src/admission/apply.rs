@@ -25,7 +25,7 @@ impl Loop {
                 continue;
             }
             let backend_name = live.row.backend.clone().unwrap_or_default();
-            let now = now_us();
+            let now = self.clock.now_us();
             let Some(backend) = self.backends.get(&backend_name).cloned() else {
                 self.end_run(&key, Outcome::Failed(format!("backend `{backend_name}` is not configured")), now, batch);
                 continue;
@@ -45,13 +45,15 @@ impl Loop {
             let run = spec.run.clone();
             let result = futures_util::FutureExt::now_or_never(backend.start(spec))
                 .unwrap_or_else(|| Err(BackendError::Failed(format!("backend {name} did not start the run at once"))));
-            self.on_started(Started { run, backend: name, result, at_us: now_us() }, batch);
+            let at_us = self.clock.now_us();
+            self.on_started(Started { run, backend: name, result, at_us }, batch);
         }
         let todo = later;
         if todo.is_empty() {
             return;
         }
         let tx = self.started_tx.clone();
+        let clock = self.clock.clone();
         tokio::spawn(async move {
             // A backend that said it is unavailable is not asked again by this task.
             let mut down: HashMap<String, BackendError> = HashMap::new();
@@ -64,7 +66,7 @@ impl Loop {
                 if let Err(e @ BackendError::Unavailable(_)) = &result {
                     down.insert(name.clone(), e.clone());
                 }
-                if tx.send(Started { run, backend: name, result, at_us: now_us() }).is_err() {
+                if tx.send(Started { run, backend: name, result, at_us: clock.now_us() }).is_err() {
                     return; // the loop is gone; recovery adopts what was started
                 }
             }
@@ -100,7 +102,7 @@ impl Loop {
                 batch.events.push(job_event(now, "started", live, msg));
                 batch.touch(&key);
                 if let Some(exit) = early {
-                    self.end_run(&key, exit.outcome, now_us(), batch);
+                    self.end_run(&key, exit.outcome, self.clock.now_us(), batch);
                 }
             }
             Err(BackendError::Unavailable(e)) => {

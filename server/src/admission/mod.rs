@@ -51,7 +51,7 @@ use app::jobs::{FlavorUse, JobState};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::backends::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
-use crate::clock::now_us;
+use crate::clock::Clock;
 use std::path::PathBuf;
 use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
 use crate::engine::policy::QueueingStrategy;
@@ -169,6 +169,8 @@ pub struct Loop {
     pub(crate) backends: Registry,
     pub(crate) settings: Settings,
     pub(crate) shared: Arc<RwLock<Shared>>,
+    /// Where `now` comes from (see [`Clock`]).
+    clock: Arc<dyn Clock>,
     pub(crate) cmds: mpsc::UnboundedReceiver<Cmd>,
     pub(crate) exits: mpsc::UnboundedReceiver<Exit>,
     pub(crate) config_rx: watch::Receiver<Arc<ActiveConfig>>,
@@ -291,6 +293,7 @@ impl Loop {
         config: Arc<ConfigService>,
         cmds: mpsc::UnboundedReceiver<Cmd>,
         exits: mpsc::UnboundedReceiver<Exit>,
+        clock: Arc<dyn Clock>,
     ) -> Loop {
         let nodes = shared.read().unwrap_or_else(|e| e.into_inner()).nodes.as_ref().clone();
         let mut config_rx = config.subscribe();
@@ -303,6 +306,7 @@ impl Loop {
             backends,
             settings,
             shared,
+            clock,
             cmds,
             exits,
             config_rx,
@@ -347,7 +351,7 @@ impl Loop {
                     None => {
                         // Shutting down: write the starts still carried.
                         let mut carry = std::mem::take(&mut self.carry);
-                        let _ = self.commit(now_us(), &mut carry).await; // after any background one
+                        let _ = self.commit(self.clock.now_us(), &mut carry).await; // after any background one
                         return;
                     }
                 },
@@ -409,7 +413,7 @@ impl Loop {
 
     async fn cycle(&mut self, cmds: Vec<Cmd>, started: Vec<Started>, exits: Vec<Exit>, ticked: bool) {
         let t_cycle = Instant::now();
-        let now = now_us();
+        let now = self.clock.now_us();
         let mut batch = std::mem::take(&mut self.carry);
         // Starts before exits: a run's start is recorded before its end.
         for s in started {

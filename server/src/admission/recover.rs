@@ -7,7 +7,7 @@ impl Loop {
     /// Reloads unfinished jobs and re-attaches running ones to their backends.
     pub(crate) async fn recover(&mut self) -> Result<(), LoopError> {
         let rows = self.store.load_unfinished().await?;
-        let now = now_us();
+        let now = self.clock.now_us();
         let mut batch = Batch::default();
         let mut stage_ids: HashSet<String> = HashSet::new();
         for row in rows {

@@ -21,7 +21,7 @@ use super::views::queue_views;
 use crate::admission::intake::{submit_event, write_submissions, Submission};
 use crate::admission::{self, Cmd, LoopError, Loop, Settings, Shared, State};
 use crate::backends::{self as backend, local, Registry, RunId, Stream};
-use crate::clock::{new_id, now_us};
+use crate::clock::{new_id, now_us, SystemClock};
 use crate::store::jobs::{self as store, EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
 
 use crate::services::auth::{AuditRecord, Caller};
@@ -83,6 +83,39 @@ impl From<store::JobStoreError> for RuntimeError {
     }
 }
 
+/// A job row ready to store: pending with its queue and priority, or rejected with why,
+/// routed by `compiled` (version `version`) and checked against `nodes`.
+pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], mut req: JobRequest, submitter: &str, stage: Option<&str>, now: i64) -> Result<JobRow, RuntimeError> {
+    // A request naming no resource at all gets one CPU (like Slurm's default), so
+    // `berth jobs submit -- cmd` just works; an explicit zero is still refused.
+    if req.resources.iter().next().is_none() {
+        req.resources.cpu = Some(1.0);
+    }
+    let request = request::check(&req).map_err(RuntimeError::Invalid)?;
+    let name = req.name.take().unwrap_or_else(|| request::default_name(&req.entrypoint));
+    let priority = req.priority.unwrap_or(0);
+    let mut row = JobRow { stage_id: stage.map(str::to_string), ..JobRow::submitted(new_id("j"), name, submitter.to_string(), req, priority, version, now) };
+    let routed = engine::route(&compiled, &row.spec.labels, row.spec.priority)
+        .and_then(|r| engine::check_submittable(&compiled, &nodes, &r.queue, &request).map(|()| r));
+    match routed {
+        Ok(r) => {
+            row.queue = Some(r.queue.to_string());
+            row.rule_index = r.rule_index.map(|i| i as i64);
+            row.priority = r.priority;
+        }
+        Err(rejection) => {
+            if let Ok(r) = engine::route(&compiled, &row.spec.labels, row.spec.priority) {
+                row.queue = Some(r.queue.to_string());
+                row.rule_index = r.rule_index.map(|i| i as i64);
+            }
+            row.state = JobState::Rejected;
+            row.finished_at_us = Some(now);
+            row.reason = Some(rejection.reason);
+        }
+    }
+    Ok(row)
+}
+
 /// The handle the API and the dashboard use.
 #[derive(Clone)]
 pub struct Runtime {
@@ -116,7 +149,7 @@ impl Runtime {
     ) -> anyhow::Result<Runtime> {
         let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.clone(), rx, exits);
+        let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.clone(), rx, exits, Arc::new(SystemClock));
         lp.recover().await?;
         tokio::spawn(lp.run());
         let (submits, submit_rx) = mpsc::unbounded_channel();
@@ -206,38 +239,10 @@ impl Runtime {
         Ok(StageCreated { stage_id, job_ids, rejected })
     }
 
-    /// A job row ready to store: pending with its queue and priority, or rejected with why.
-    fn prepare(&self, mut req: JobRequest, submitter: &str, stage: Option<&str>) -> Result<JobRow, RuntimeError> {
-        // A request naming no resource at all gets one CPU (like Slurm's default), so
-        // `berth jobs submit -- cmd` just works; an explicit zero is still refused.
-        if req.resources.iter().next().is_none() {
-            req.resources.cpu = Some(1.0);
-        }
-        let request = request::check(&req).map_err(RuntimeError::Invalid)?;
+    /// A job row ready to store under the config in force (see [`prepare`]).
+    fn prepare(&self, req: JobRequest, submitter: &str, stage: Option<&str>) -> Result<JobRow, RuntimeError> {
         let (compiled, version, nodes) = self.shared();
-        let now = now_us();
-        let name = req.name.take().unwrap_or_else(|| request::default_name(&req.entrypoint));
-        let priority = req.priority.unwrap_or(0);
-        let mut row = JobRow { stage_id: stage.map(str::to_string), ..JobRow::submitted(new_id("j"), name, submitter.to_string(), req, priority, version, now) };
-        let routed = engine::route(&compiled, &row.spec.labels, row.spec.priority)
-            .and_then(|r| engine::check_submittable(&compiled, &nodes, &r.queue, &request).map(|()| r));
-        match routed {
-            Ok(r) => {
-                row.queue = Some(r.queue.to_string());
-                row.rule_index = r.rule_index.map(|i| i as i64);
-                row.priority = r.priority;
-            }
-            Err(rejection) => {
-                if let Ok(r) = engine::route(&compiled, &row.spec.labels, row.spec.priority) {
-                    row.queue = Some(r.queue.to_string());
-                    row.rule_index = r.rule_index.map(|i| i as i64);
-                }
-                row.state = JobState::Rejected;
-                row.finished_at_us = Some(now);
-                row.reason = Some(rejection.reason);
-            }
-        }
-        Ok(row)
+        prepare(&compiled, version, &nodes, req, submitter, stage, now_us())
     }
 
     async fn ask<T: Send + 'static>(&self, f: impl FnOnce(&State) -> T + Send + 'static) -> Result<T, RuntimeError> {
