@@ -35,6 +35,8 @@
 mod apply;
 mod commands;
 mod decide;
+#[cfg(test)]
+mod harness;
 pub mod intake;
 mod live;
 mod recover;
