@@ -22,7 +22,7 @@ impl Live {
         let flavors = row
             .flavors
             .iter()
-            .map(|f| FlavorAssignment { flavor: f.flavor.as_str().into(), resources: f.resources.iter().map(|r| r.as_str().into()).collect() })
+            .map(FlavorAssignment::from)
             .collect();
         Live {
             key: row.id.as_str().into(),

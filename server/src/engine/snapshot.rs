@@ -50,6 +50,14 @@ pub struct FlavorAssignment {
     pub resources: Vec<Name>,
 }
 
+/// A stored admission's flavor, as the engine counts it (the loop and the preview both read
+/// stored jobs this way).
+impl From<&app::jobs::FlavorUse> for FlavorAssignment {
+    fn from(f: &app::jobs::FlavorUse) -> Self {
+        FlavorAssignment { flavor: f.flavor.as_str().into(), resources: f.resources.iter().map(|r| r.as_str().into()).collect() }
+    }
+}
+
 /// A job holding quota and capacity.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunningJob {

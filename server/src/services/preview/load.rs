@@ -109,7 +109,7 @@ fn convert(row: &JobRow, span: Span, now_us: i64, w: &mut Workload) -> Option<(A
             flavors: row
                 .flavors
                 .iter()
-                .map(|f| FlavorAssignment { flavor: f.flavor.as_str().into(), resources: f.resources.iter().map(|r| r.as_str().into()).collect() })
+                .map(FlavorAssignment::from)
                 .collect(),
             node: row.node.as_deref().unwrap_or_default().into(),
             started_at_ms: ms(admitted.unwrap_or(span.from_us)),

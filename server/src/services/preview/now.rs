@@ -29,7 +29,7 @@ pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, nodes: &[Nod
             flavors: row
                 .flavors
                 .iter()
-                .map(|f| FlavorAssignment { flavor: f.flavor.as_str().into(), resources: f.resources.iter().map(|r| r.as_str().into()).collect() })
+                .map(FlavorAssignment::from)
                 .collect(),
             node: row.node.as_deref().unwrap_or_default().into(),
             started_at_ms: row.admitted_at_us.unwrap_or(now_us) / 1000,
