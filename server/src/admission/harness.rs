@@ -14,6 +14,7 @@ use super::*;
 use crate::backends::{Adopted, BoxFuture, Stream};
 use crate::clock::ManualClock;
 use crate::services::auth::Caller;
+use crate::services::config::ConfigService;
 use crate::store::config::{ApplyMeta, ConfigStore};
 use crate::store::Db;
 
@@ -78,7 +79,7 @@ impl Harness {
         let clock = Arc::new(ManualClock::new(1_700_000_000_000_000));
         let settings = Settings { data_dir: dir.join("data"), ..Settings::default() };
         let store = JobStore::new(db);
-        let lp = Loop::new(store, backends, settings, shared, service.clone(), cmds_rx, exits_rx, clock.clone());
+        let lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
         Harness { lp, clock, backend, config: service, _cmds: cmds, _exits: exits }
     }
 

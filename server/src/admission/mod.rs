@@ -46,6 +46,7 @@ pub use live::{free_on, usage, Live};
 use live::{deadline_of, job_event, pending_job};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -54,12 +55,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::backends::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
 use crate::clock::Clock;
-use std::path::PathBuf;
 use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
 use crate::engine::policy::QueueingStrategy;
 use crate::engine::quick::{fifo_rank, Cut, FifoRank};
 use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
-use crate::services::config::{ActiveConfig, ConfigService};
+use crate::services::config::ActiveConfig;
 
 /// Tunables of the loop.
 #[derive(Debug, Clone)]
@@ -292,13 +292,12 @@ impl Loop {
         backends: Registry,
         settings: Settings,
         shared: Arc<RwLock<Shared>>,
-        config: Arc<ConfigService>,
+        mut config_rx: watch::Receiver<Arc<ActiveConfig>>,
         cmds: mpsc::UnboundedReceiver<Cmd>,
         exits: mpsc::UnboundedReceiver<Exit>,
         clock: Arc<dyn Clock>,
     ) -> Loop {
         let nodes = shared.read().unwrap_or_else(|e| e.into_inner()).nodes.as_ref().clone();
-        let mut config_rx = config.subscribe();
         let active = config_rx.borrow_and_update().clone();
         let (compiled, config_version) = (active.compiled.clone(), active.version);
         let (started_tx, started_rx) = mpsc::unbounded_channel();

@@ -10,10 +10,10 @@
 use app::api::{ApplyResponse, ConfigVersion, VersionPage};
 use app::config::diff::{diff_labeled, ConfigDiff};
 use app::config::validate::validate;
-use app::config::{Problem, Report, SchedulerConfig};
 use std::sync::Arc;
 
 use app::auth::Role;
+use app::config::{Problem, Report, SchedulerConfig};
 use tokio::sync::watch;
 
 use crate::engine::{self, Compiled};
@@ -57,9 +57,14 @@ pub struct HeldBack {
 
 impl HeldBack {
     /// What `config get` and the dashboard say about it.
+    /// `in_force` 0 is the built-in default (no stored version could run).
     pub fn describe(&self, in_force: i64) -> String {
+        let running = match in_force {
+            0 => "the built-in default (every job to one queue without quota)".to_string(),
+            v => format!("version {v}"),
+        };
         format!(
-            "version {} is stored as active but cannot run ({}); the scheduler keeps running version {in_force}. Apply a corrected config to replace it.",
+            "version {} is stored as active but cannot run ({}); the scheduler keeps running {running}. Apply a corrected config to replace it.",
             self.stored_version, self.problem
         )
     }
@@ -93,11 +98,12 @@ impl ConfigService {
     }
 
     /// Puts a stored, compiled version in force, unless a newer one already is (two applies
-    /// may finish in either order).
+    /// may finish in either order). A held-back start runs an older version than any apply
+    /// stores, so an apply always replaces it.
     fn publish(&self, version: i64, compiled: Compiled) {
         let next = Arc::new(ActiveConfig { version, compiled: Arc::new(compiled), held_back: None });
         self.active.send_if_modified(|current| {
-            let newer = current.version < version || current.held_back.is_some();
+            let newer = current.version < version;
             if newer {
                 *current = next;
             }

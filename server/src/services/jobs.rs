@@ -149,7 +149,7 @@ impl Runtime {
     ) -> anyhow::Result<Runtime> {
         let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.clone(), rx, exits, Arc::new(SystemClock));
+        let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.subscribe(), rx, exits, Arc::new(SystemClock));
         lp.recover().await?;
         tokio::spawn(lp.run());
         let (submits, submit_rx) = mpsc::unbounded_channel();
