@@ -245,7 +245,7 @@ scheduling_rules:
         values: [other]
   - resource_queue: team
 ";
-    let cfg = parse_auto(&other).expect("the new config parses");
+    let cfg = parse_auto(other).expect("the new config parses");
     h.config.apply(&Caller::anonymous(), &cfg, &ApplyMeta::default()).await.expect("applies");
     h.lp.reload_config();
     h.tick().await;

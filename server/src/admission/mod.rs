@@ -58,7 +58,7 @@ use crate::clock::Clock;
 use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
 use crate::engine::policy::QueueingStrategy;
 use crate::engine::quick::{fifo_rank, Cut, FifoRank};
-use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
+use crate::engine::{self, Compiled, FlavorAssignment, InFlightLimit, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
 use crate::services::config::ActiveConfig;
 
 /// Tunables of the loop.
@@ -169,6 +169,8 @@ pub struct Loop {
     pub(crate) state: State,
     pub(crate) store: JobStore,
     pub(crate) backends: Registry,
+    /// The backends' in-flight caps (the engine applies them).
+    limits: Vec<InFlightLimit>,
     pub(crate) settings: Settings,
     pub(crate) shared: Arc<RwLock<Shared>>,
     /// Where `now` comes from (see [`Clock`]).
@@ -304,6 +306,7 @@ impl Loop {
         Loop {
             state: State { jobs: HashMap::new(), waiting: Waiting::default(), compiled, config_version, nodes, stages: HashMap::new() },
             store,
+            limits: backends.limits(),
             backends,
             settings,
             shared,

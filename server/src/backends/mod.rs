@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::engine::{FlavorAssignment, Name, Node, Resources};
+use crate::engine::{FlavorAssignment, InFlightLimit, Name, Node, Resources};
 
 /// A boxed, sendable future (the trait must be object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -143,7 +143,7 @@ pub trait Backend: Send + Sync + 'static {
     /// The last `tail_bytes` of a run's log (`None`: all of it, up to the backend's bound).
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>>;
     /// At most this many of its runs may hold capacity at once (`None`: only its nodes'
-    /// capacity bounds it). The loop admits no more beyond it.
+    /// capacity bounds it). The engine admits no more beyond it (see [`Registry::limits`]).
     fn max_in_flight(&self) -> Option<usize> {
         None
     }
@@ -212,6 +212,14 @@ impl Registry {
     /// Every node of every backend.
     pub fn nodes(&self) -> Vec<Node> {
         self.backends.values().flat_map(|b| b.nodes()).collect()
+    }
+
+    /// The in-flight caps of the backends that have one, as the engine applies them.
+    pub fn limits(&self) -> Vec<InFlightLimit> {
+        self.backends
+            .values()
+            .filter_map(|b| Some(InFlightLimit { backend: b.name().into(), max_in_flight: b.max_in_flight()? }))
+            .collect()
     }
 }
 

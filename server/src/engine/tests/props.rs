@@ -195,7 +195,7 @@ proptest! {
     #[test]
     fn plans_keep_every_invariant(w in world()) {
         let (config, nodes, running, pending) = build(&w);
-        let snap = Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending };
+        let snap = Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending, limits: &[] };
         let plan = schedule(&snap);
 
         // Same snapshot, same plan — also with every input list reversed.
@@ -204,7 +204,7 @@ proptest! {
         n2.reverse();
         r2.reverse();
         p2.reverse();
-        let reversed = Snapshot { now_ms: 7, config: &config, nodes: &n2, running: &r2, pending: &p2 };
+        let reversed = Snapshot { now_ms: 7, config: &config, nodes: &n2, running: &r2, pending: &p2, limits: &[] };
         prop_assert_eq!(&plan, &schedule(&reversed));
 
         let admitted: BTreeSet<&str> = plan.admissions.iter().map(|a| &*a.job).collect();
@@ -316,9 +316,9 @@ proptest! {
     #[test]
     fn an_exact_quick_plan_is_the_full_plan(w in world(), k in 1usize..=3) {
         let (config, nodes, running, pending) = build(&w);
-        let full = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending });
+        let full = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending, limits: &[] });
         let (offered, cuts) = quick_offer(&config, &pending, k);
-        let plan = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &offered });
+        let plan = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &offered, limits: &[] });
         if !cuts.is_empty() && quick::exact(&cuts, &plan) {
             prop_assert_eq!(&plan.admissions, &full.admissions);
             prop_assert_eq!(&plan.preemptions, &full.preemptions);

@@ -11,12 +11,12 @@ use std::collections::BTreeMap;
 use app::jobs::JobState;
 use app::preview::{NowImpact, NowJob, NowPreemption, OverQuota};
 
-use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, RunningJob, Snapshot};
+use crate::engine::{self, Compiled, FlavorAssignment, InFlightLimit, Milli, Name, Node, PendingJob, RunningJob, Snapshot};
 use crate::services::request;
 use crate::store::jobs::JobRow;
 
 /// What applying `draft` now would do, next to what `active` does at the same moment.
-pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, nodes: &[Node], now_us: i64) -> NowImpact {
+pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, (nodes, limits): (&[Node], &[InFlightLimit]), now_us: i64) -> NowImpact {
     let mut running = Vec::new();
     let mut rows_running = Vec::new();
     for row in live.iter().filter(|r| r.state.holds_quota()) {
@@ -52,7 +52,7 @@ pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, nodes: &[Nod
     };
     let now_ms = now_us / 1000;
     let plan = |c: &Compiled, pending: &[PendingJob]| {
-        engine::schedule(&Snapshot { now_ms, config: c, nodes, running: &running, pending })
+        engine::schedule(&Snapshot { now_ms, config: c, nodes, running: &running, pending, limits })
     };
     let (pa, pd) = (pending_under(active), pending_under(draft));
     let (plan_a, plan_d) = (plan(active, &pa), plan(draft, &pd));
