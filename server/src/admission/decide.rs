@@ -55,15 +55,7 @@ impl Loop {
             if let Some(s) = &l.row.stage_id {
                 *held_by_stage.entry(s.as_str()).or_default() += 1;
             }
-            running.push(RunningJob {
-                id: l.key.clone(),
-                queue: l.queue.clone(),
-                priority: l.row.priority,
-                request: l.request.clone(),
-                flavors: l.flavors.clone(),
-                node: l.node.clone().unwrap_or_else(|| "".into()),
-                started_at_ms: l.row.admitted_at_us.unwrap_or(0) / 1000,
-            });
+            running.push(l.running_job());
         }
         // The engine orders what it is offered itself (whatever the input order), so only
         // the jobs of capped stages are sorted here: each such stage offers only as many of
@@ -102,7 +94,7 @@ impl Loop {
                     None => by_queue.push((&l.queue, vec![keyed])),
                 }
             } else {
-                offered.push(pending_job(l));
+                offered.push(l.pending_job());
             }
         }
         // A quick cycle offers only the first jobs of each long fifo queue, and is run again
@@ -114,7 +106,7 @@ impl Loop {
                 Some(strategy) if jobs.len() > QUICK_OFFER => {
                     jobs.select_nth_unstable_by(QUICK_OFFER, |(a, la), (b, lb)| a.cmp(b).then_with(|| la.key.cmp(&lb.key)));
                     let rest = jobs.split_off(QUICK_OFFER);
-                    offered.extend(jobs.iter().map(|(_, l)| pending_job(l)));
+                    offered.extend(jobs.iter().map(|(_, l)| l.pending_job()));
                     cuts.push(Cut {
                         strict: strategy == QueueingStrategy::StrictFifo,
                         offered: jobs.iter().map(|(_, l)| (&*l.key, &l.request)).collect(),
@@ -122,7 +114,7 @@ impl Loop {
                     });
                     left_out.extend(rest.into_iter().map(|(_, l)| l));
                 }
-                _ => offered.extend(jobs.into_iter().map(|(_, l)| pending_job(l))),
+                _ => offered.extend(jobs.into_iter().map(|(_, l)| l.pending_job())),
             }
         }
         staged.sort_by(|a, b| b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key)));
@@ -135,7 +127,7 @@ impl Loop {
                 continue;
             }
             *held += 1;
-            offered.push(pending_job(l));
+            offered.push(l.pending_job());
         }
         Offer { running, offered, cuts, left_out, held_back, next_retry }
     }
@@ -151,7 +143,7 @@ impl Loop {
         let mut plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered, limits });
         if !offer.cuts.is_empty() && !engine::quick::exact(&offer.cuts, &plan) {
             offer.cuts.clear();
-            offer.offered.extend(offer.left_out.drain(..).map(pending_job));
+            offer.offered.extend(offer.left_out.drain(..).map(Live::pending_job));
             plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered, limits });
         }
         let explained = offer.cuts.is_empty();

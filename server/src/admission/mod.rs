@@ -43,7 +43,7 @@ mod recover;
 mod sample;
 
 pub use live::{free_on, usage, Live};
-use live::{deadline_of, job_event, pending_job};
+use live::{deadline_of, job_event};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
