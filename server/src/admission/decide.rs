@@ -66,7 +66,7 @@ impl Loop {
         let mut next_retry = self.next_retry;
         let mut offered = Vec::new();
         let mut staged: Vec<&Live> = Vec::new();
-        let mut by_queue: Vec<(&Name, Vec<(FifoRank, &Live)>)> = Vec::new();
+        let mut quick_pool: Vec<&Live> = Vec::new();
         // Whether the last stage looked up caps its jobs (a stage's jobs come in a row).
         let mut last_stage: Option<(&str, bool)> = None;
         let capped = |id: &'_ str| -> bool { self.state.stages.get(id).is_some_and(|&cap| cap > 0) };
@@ -87,36 +87,16 @@ impl Loop {
             }) {
                 staged.push(l);
             } else if quick {
-                // Keyed here, so choosing a queue's first jobs compares a few words per job.
-                let keyed = (fifo_rank(l.row.priority, l.row.enqueued_at_us / 1000, &l.key), l);
-                match by_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &l.queue) || **q == l.queue) {
-                    Some((_, jobs)) => jobs.push(keyed),
-                    None => by_queue.push((&l.queue, vec![keyed])),
-                }
+                quick_pool.push(l);
             } else {
                 offered.push(l.pending_job());
             }
         }
         // A quick cycle offers only the first jobs of each long fifo queue, and is run again
         // with every job when that could change its admissions (see `engine::quick`).
-        let mut cuts: Vec<Cut> = Vec::new();
-        let mut left_out: Vec<&Live> = Vec::new();
-        for (queue, mut jobs) in by_queue {
-            match compiled.fifo_strategy(queue) {
-                Some(strategy) if jobs.len() > QUICK_OFFER => {
-                    jobs.select_nth_unstable_by(QUICK_OFFER, |(a, la), (b, lb)| a.cmp(b).then_with(|| la.key.cmp(&lb.key)));
-                    let rest = jobs.split_off(QUICK_OFFER);
-                    offered.extend(jobs.iter().map(|(_, l)| l.pending_job()));
-                    cuts.push(Cut {
-                        strict: strategy == QueueingStrategy::StrictFifo,
-                        offered: jobs.iter().map(|(_, l)| (&*l.key, &l.request)).collect(),
-                        rest: rest.iter().map(|(_, l)| &l.request).collect(),
-                    });
-                    left_out.extend(rest.into_iter().map(|(_, l)| l));
-                }
-                _ => offered.extend(jobs.into_iter().map(|(_, l)| l.pending_job())),
-            }
-        }
+        let split = engine::quick::offer(&compiled, quick_pool, QUICK_OFFER);
+        offered.extend(split.offered.into_iter().map(Live::pending_job));
+        let (cuts, left_out) = (split.cuts, split.left_out);
         staged.sort_by(|a, b| b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key)));
         for l in staged {
             let stage = l.row.stage_id.as_deref().unwrap_or_default();

@@ -88,6 +88,22 @@ impl Live {
     }
 }
 
+/// The loop's jobs are what a quick cycle splits (see [`engine::quick::offer`]).
+impl engine::quick::Waiting for Live {
+    fn id(&self) -> &str {
+        &self.key
+    }
+    fn queue(&self) -> &Name {
+        &self.queue
+    }
+    fn request(&self) -> &Resources {
+        &self.request
+    }
+    fn rank(&self) -> FifoRank {
+        fifo_rank(self.row.priority, self.row.enqueued_at_us / 1000, &self.key)
+    }
+}
+
 /// When a running job passes its timeout (µs), if it has one.
 pub(super) fn deadline_of(row: &JobRow) -> Option<i64> {
     let started = row.started_at_us?;

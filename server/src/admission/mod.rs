@@ -56,7 +56,6 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::backends::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
 use crate::clock::Clock;
 use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
-use crate::engine::policy::QueueingStrategy;
 use crate::engine::quick::{fifo_rank, Cut, FifoRank};
 use crate::engine::{self, Compiled, FlavorAssignment, InFlightLimit, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
 use crate::services::config::ActiveConfig;
