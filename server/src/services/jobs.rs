@@ -135,8 +135,6 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
-/// Largest page of jobs or events.
-pub const MAX_PAGE: i64 = 1000;
 
 impl Runtime {
     /// Recovers unfinished jobs and starts the admission loop on the current tokio runtime.
@@ -330,7 +328,7 @@ impl Runtime {
             }
         }
         let filter = EventFilter { job_id: Some(id.to_string()), ..Default::default() };
-        job.history = self.store.events(&filter, None, MAX_PAGE).await?.0;
+        job.history = self.store.events(&filter, None, app::api::MAX_PAGE).await?.0;
         Ok(job)
     }
 
