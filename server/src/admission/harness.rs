@@ -11,7 +11,7 @@ use app::config::parse::parse_auto;
 use app::jobs::JobRequest;
 
 use super::*;
-use crate::backends::{Adopted, BoxFuture, Stream};
+use crate::backends::{Adopted, BoxFuture, Stream, Traits};
 use crate::clock::ManualClock;
 use crate::services::auth::Caller;
 use crate::services::config::ConfigService;
@@ -47,8 +47,8 @@ impl Backend for FakeBackend {
     fn logs(&self, _run: RunId, _stream: Stream, _tail: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
-    fn starts_at_once(&self) -> bool {
-        true
+    fn traits(&self) -> Traits {
+        Traits { starts_at_once: true, ..Traits::default() }
     }
 }
 

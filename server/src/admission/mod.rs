@@ -21,7 +21,7 @@
 //! is flushed within [`FLUSH_DELAY`]: a crash before that is safe, recovery asks the backend.
 //!
 //! One exception to step 1: a backend that records each run as it starts it (the local
-//! backend's journal, [`Backend::records_starts`]) gets its admissions at once, when the
+//! backend's journal, [`StartJournal`](crate::backends::StartJournal)) gets its admissions at once, when the
 //! cycle stops nothing, and they ride with the next transaction too. A slot that frees is
 //! then refilled without waiting for a write. A crash in between leaves a run whose job the
 //! database lists as pending, and recovery finds it in the backend's records.
