@@ -55,6 +55,26 @@ impl Backend for FakeBackend {
     }
 }
 
+/// A loop over `store` with `backend` (or none), reading the config `service` publishes and
+/// the manual clock; with the senders of its command and exit channels.
+fn new_loop(
+    store: JobStore,
+    backend: Option<Arc<FakeBackend>>,
+    settings: Settings,
+    service: &ConfigService,
+    clock: &Arc<ManualClock>,
+) -> (Loop, mpsc::UnboundedSender<Cmd>, mpsc::UnboundedSender<Exit>) {
+    let mut backends = Registry::default();
+    if let Some(b) = backend {
+        backends.register(b).unwrap();
+    }
+    let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
+    let (cmds, cmds_rx) = mpsc::unbounded_channel();
+    let (exits, exits_rx) = mpsc::unbounded_channel();
+    let lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
+    (lp, cmds, exits)
+}
+
 struct Harness {
     lp: Loop,
     clock: Arc<ManualClock>,
@@ -74,32 +94,18 @@ impl Harness {
         let harness_config = parse_auto(config).expect("a config");
         service.apply(&Caller::anonymous(), &harness_config, &ApplyMeta::default()).await.expect("applies");
         let backend = Arc::new(FakeBackend::default());
-        let mut backends = Registry::default();
-        backends.register(backend.clone()).unwrap();
-        let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
-        let (cmds, cmds_rx) = mpsc::unbounded_channel();
-        let (exits, exits_rx) = mpsc::unbounded_channel();
         let clock = Arc::new(ManualClock::new(1_700_000_000_000_000));
         let settings = Settings { data_dir: dir.join("data"), ..Settings::default() };
-        let store = JobStore::new(db);
-        let lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
+        let (lp, cmds, exits) = new_loop(JobStore::new(db), Some(backend.clone()), settings, &service, &clock);
         Harness { lp, clock, backend, config: service, _cmds: cmds, _exits: exits }
     }
 
     /// The server stops without another write and starts again on the same database: a new
     /// loop recovers the jobs, with the fake backend when `backend_kept`, else with none.
     async fn restart(&mut self, backend_kept: bool) {
-        let mut backends = Registry::default();
-        if backend_kept {
-            backends.register(self.backend.clone()).unwrap();
-        }
-        let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
-        let (cmds, cmds_rx) = mpsc::unbounded_channel();
-        let (exits, exits_rx) = mpsc::unbounded_channel();
-        let settings = self.lp.settings.clone();
-        let store = self.lp.store.clone();
-        self.lp = Loop::new(store, backends, settings, shared, self.config.subscribe(), cmds_rx, exits_rx, self.clock.clone());
-        (self._cmds, self._exits) = (cmds, exits);
+        let backend = backend_kept.then(|| self.backend.clone());
+        let (lp, cmds, exits) = new_loop(self.lp.store.clone(), backend, self.lp.settings.clone(), &self.config, &self.clock);
+        (self.lp, self._cmds, self._exits) = (lp, cmds, exits);
         self.lp.recover().await.expect("recovers");
     }
 

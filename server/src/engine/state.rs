@@ -17,7 +17,7 @@ use app::config::selector;
 
 use super::compile::Compiled;
 use super::resources::{Milli, Name};
-use super::snapshot::Snapshot;
+use super::snapshot::{InFlightLimit, Snapshot};
 
 /// How many failed request shapes a node set remembers (see [`NodeSet::fails`]).
 const FAIL_MEMORY: usize = 8;
@@ -42,6 +42,12 @@ pub(crate) struct NodeSet {
     pub fails: Vec<Vec<Milli>>,
     /// `State::epoch` when `bound` and `fails` were last valid.
     pub epoch: u64,
+}
+
+/// `limit` when it is set and its backend has as many runs in flight as it allows (a free
+/// function, so [`State::place`] can ask while it holds a node set).
+fn full_limit(limit: Option<usize>, in_flight: &[usize], limits: &[InFlightLimit]) -> Option<usize> {
+    limit.filter(|&l| in_flight[l] >= limits[l].max_in_flight)
 }
 
 /// Why [`State::place`] found no node.
@@ -316,7 +322,7 @@ impl<'a> State<'a> {
     /// Whether node index `n` belongs to a backend with no run to spare under its cap: the
     /// limit's index if so.
     pub fn backend_full(&self, n: usize) -> Option<usize> {
-        self.node_limit[n].filter(|&l| self.in_flight[l] >= self.snap.limits[l].max_in_flight)
+        full_limit(self.node_limit[n], &self.in_flight, self.snap.limits)
     }
 
     /// Finds the node of `set` that fits `row` best by `score` (lower wins).
@@ -350,7 +356,7 @@ impl<'a> State<'a> {
             if !fits {
                 continue;
             }
-            if let Some(l) = self.node_limit[n].filter(|&l| self.in_flight[l] >= self.snap.limits[l].max_in_flight) {
+            if let Some(l) = full_limit(self.node_limit[n], &self.in_flight, self.snap.limits) {
                 capped.get_or_insert(l);
                 continue;
             }
