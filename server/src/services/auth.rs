@@ -120,9 +120,15 @@ pub struct Auth {
     failures: Mutex<HashMap<IpAddr, (Instant, u32)>>,
 }
 
-/// A new secret: `berth_` and 64 hex digits (32 random bytes).
+/// The prefix of new secrets. The `anyscale` SDK refuses, before sending anything, a token
+/// that does not start with `sss_` (or with `a` and hold a `_`), so Berth's tokens start
+/// with `sss_` and work with it unchanged. Older `berth_…` tokens stay valid: a token is
+/// looked up by the hash of its whole secret, whatever its form.
+pub const SECRET_PREFIX: &str = "sss_berth_";
+
+/// A new secret: [`SECRET_PREFIX`] and 64 hex digits (32 random bytes).
 fn new_secret() -> String {
-    format!("berth_{}", random_hex(32))
+    format!("{SECRET_PREFIX}{}", random_hex(32))
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -409,7 +415,9 @@ mod tests {
     fn secrets_are_random_and_hashes_stable() {
         let (a, b) = (new_secret(), new_secret());
         assert_ne!(a, b);
-        assert_eq!(a.len(), "berth_".len() + 64);
+        assert_eq!(a.len(), SECRET_PREFIX.len() + 64);
+        // What the anyscale SDK checks before it sends a token (`credentials_check_sanity`).
+        assert!(a.starts_with("sss_"));
         assert_eq!(sha256("x"), sha256("x"));
         assert_eq!(sha256("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }
