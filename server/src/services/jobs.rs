@@ -17,7 +17,7 @@ use app::jobs::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::request;
-use super::views::queue_views;
+use super::views::{live_jobs, queue_views};
 use crate::admission::intake::{submit_event, write_submissions, Submission};
 use crate::admission::{self, Cmd, LoopError, Loop, Settings, Shared, State};
 use crate::backends::{self as backend, local, Registry, RunId, Stream};
@@ -379,6 +379,22 @@ impl Runtime {
             }
         }
         Ok(views)
+    }
+
+    /// Every live job (waiting, admitted, running), or those of queue `name`; waiting ones
+    /// with their position and reason (see `views::live_jobs` for the order).
+    pub async fn jobs_live(&self, name: Option<String>) -> Result<Vec<Job>, RuntimeError> {
+        let want = name.clone();
+        let (known, jobs) = self
+            .ask(move |s| {
+                let known = want.as_deref().is_none_or(|n| s.compiled.queues.iter().any(|q| *q.name == *n));
+                (known, live_jobs(s, want.as_deref()))
+            })
+            .await?;
+        match (known, name) {
+            (false, Some(n)) => Err(RuntimeError::Invalid(format!("queue: no queue named `{n}` in the active config"))),
+            _ => Ok(jobs),
+        }
     }
 
     /// Every node with its free capacity, the flavors that select it, and what its backend
