@@ -180,11 +180,15 @@ pub async fn events(State(state): State<AppState>, query: Query) -> Result<Page<
         let (user, backend) = match (&e.job_id, e.config_version) {
             (Some(job), _) => owners.get(job).map_or((None, None), |(u, b)| (Some(u.clone()), b.clone())),
             (None, Some(v)) if e.kind == "config_applied" => {
-                if !creators.contains_key(&v) {
-                    let creator = state.config.get(Some(v)).await.map(|c| c.creator_id).unwrap_or_default();
-                    creators.insert(v, creator);
-                }
-                (creators.get(&v).filter(|c| !c.is_empty()).cloned(), None)
+                let creator = match creators.get(&v) {
+                    Some(c) => c.clone(),
+                    None => {
+                        let c = state.config.get(Some(v)).await.map(|c| c.creator_id).unwrap_or_default();
+                        creators.insert(v, c.clone());
+                        c
+                    }
+                };
+                ((!creator.is_empty()).then_some(creator), None)
             }
             _ => (None, None),
         };

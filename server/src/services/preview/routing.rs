@@ -145,17 +145,18 @@ scheduling_rules:
         let span = Span { from_us: 0, to_us: 1 };
         let p = verdicts(span, counts, &draft_c, Some(&active_c), &draft, Vec::new());
         assert_eq!((p.jobs, p.label_sets_total), (9, 3));
-        let seen: Vec<(Labels, u64, Option<&str>, Option<usize>, Option<&str>)> = p
+        // (labels, jobs, draft's queue and rule, active config's queue)
+        let seen: Vec<String> = p
             .label_sets
             .iter()
-            .map(|s| (s.labels.clone(), s.jobs, s.draft.queue.as_deref(), s.draft.rule_index, s.active.as_ref().and_then(|a| a.queue.as_deref())))
+            .map(|s| format!("{:?} {} {:?} {:?} {:?}", s.labels, s.jobs, s.draft.queue, s.draft.rule_index, s.active.as_ref().map(|a| &a.queue)))
             .collect();
         assert_eq!(
             seen,
             [
-                (labels(&[("team", "infra")]), 5, None, None, Some("default")),
-                (labels(&[("team", "research")]), 3, Some("research"), Some(0), Some("default")),
-                (Labels::new(), 1, None, None, Some("default")),
+                r#"{"team": "infra"} 5 None None Some(Some("default"))"#,
+                r#"{"team": "research"} 3 Some("research") Some(0) Some(Some("default"))"#,
+                r#"{} 1 None None Some(Some("default"))"#,
             ]
         );
         // No recorded job has a `tier` label: rule 1 cannot be judged from the record.
