@@ -4,6 +4,20 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Problem, SchedulerConfig};
+
+/// Largest page any list gives (jobs, events, config versions, the audit log), whoever asks:
+/// the REST API, the dashboard or the CLI.
+pub const MAX_PAGE: i64 = 1000;
+
+/// The page size asked for as `max_items`, else `default`; `max_items: …` when it is out
+/// of bounds.
+pub fn page_size(max_items: Option<i64>, default: i64) -> Result<i64, String> {
+    let n = max_items.unwrap_or(default);
+    if !(1..=MAX_PAGE).contains(&n) {
+        return Err(format!("max_items: must be between 1 and {MAX_PAGE}, got {n}"));
+    }
+    Ok(n)
+}
 use crate::jobs::Job;
 
 /// One stored config version, with its config (`GET /api/v1/scheduler/config`).

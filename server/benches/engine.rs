@@ -113,7 +113,7 @@ fn jobs(rng: &mut Rng, names: &Names, prefix: &str, n: usize, prios: &[i64]) -> 
 fn warm(c: &Compiled, nodes: &[Node], names: &Names) -> Vec<RunningJob> {
     let mut rng = Rng(0x5eed_0001);
     let pending = jobs(&mut rng, names, "warm", 20_000, &[0, 1, 2]);
-    let plan = engine::schedule(&Snapshot { now_ms: 0, config: c, nodes, running: &[], pending: &pending });
+    let plan = engine::schedule(&Snapshot { now_ms: 0, config: c, nodes, running: &[], pending: &pending, limits: &[] });
     let by_id: std::collections::HashMap<&str, &PendingJob> = pending.iter().map(|p| (&*p.id, p)).collect();
     plan.admissions
         .iter()
@@ -159,7 +159,7 @@ fn main() {
     for (n, reps) in [(1_000usize, 30), (10_000, 10), (100_000, 3)] {
         let mut rng = Rng(0xC0FFEE ^ n as u64);
         let pending = jobs(&mut rng, &names, "job", n, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-        let snap = Snapshot { now_ms: 3_600_000, config: &compiled, nodes: &nodes, running: &running, pending: &pending };
+        let snap = Snapshot { now_ms: 3_600_000, config: &compiled, nodes: &nodes, running: &running, pending: &pending, limits: &[] };
         let mut best = f64::MAX;
         let mut plan = engine::schedule(&snap);
         for _ in 0..reps {
@@ -192,7 +192,7 @@ fn main() {
     let before = LIVE.load(Relaxed);
     let pending = jobs(&mut rng, &names, "job", n, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     let snapshot_bytes = LIVE.load(Relaxed) - before;
-    let snap = Snapshot { now_ms: 3_600_000, config: &compiled, nodes: &nodes, running: &running, pending: &pending };
+    let snap = Snapshot { now_ms: 3_600_000, config: &compiled, nodes: &nodes, running: &running, pending: &pending, limits: &[] };
     let base = LIVE.load(Relaxed);
     PEAK.store(base, Relaxed);
     let t = Instant::now();

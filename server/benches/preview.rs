@@ -299,7 +299,7 @@ async fn main() {
         }
         let fill_s = t.elapsed().as_secs_f64();
         println!("{kind}: recorded {} jobs in {fill_s:.1} s (setup)", rows.len());
-        let src = Sources { config, store: store.clone(), nodes: Arc::new(nodes.clone()) };
+        let src = Sources { config, store: store.clone(), nodes: Arc::new(nodes.clone()), limits: Arc::default() };
         let base = LIVE.load(Relaxed);
         PEAK.store(base, Relaxed);
         let (t, cpu0) = (Instant::now(), cpu_s());

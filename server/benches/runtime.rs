@@ -25,7 +25,10 @@ use serde_json::{json, Value};
 
 mod ray_overhead;
 
-const BIN: &str = env!("CARGO_BIN_EXE_berth");
+/// The `berth` built with this bench, or `BERTH_BENCH_BIN` (an older build, to compare).
+fn bin() -> String {
+    std::env::var("BERTH_BENCH_BIN").ok().filter(|b| !b.is_empty()).unwrap_or_else(|| env!("CARGO_BIN_EXE_berth").to_string())
+}
 
 fn quick() -> bool {
     std::env::var("BERTH_BENCH_QUICK").is_ok_and(|v| !v.is_empty() && v != "0")
@@ -46,7 +49,7 @@ impl Server {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let log = std::fs::File::create(dir.join("server.log")).unwrap();
-        let child = Command::new(BIN)
+        let child = Command::new(bin())
             .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
             .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
             .args(["--data-dir", &format!("{}/data", dir.display())])
@@ -673,7 +676,7 @@ async fn scenario(name: &str, run: impl std::future::Future<Output = ()> + Send 
 async fn main() {
     let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,ray".into());
     let want: Vec<&str> = want.split(',').map(str::trim).collect();
-    let _ = Path::new(BIN);
+    println!("binary: {}", bin());
     println!("# Berth runtime benchmarks (bench-profile binary, SQLite, local backend){}", if quick() { " — QUICK mode" } else { "" });
     let mut failed = Vec::new();
     if want.contains(&"latency") && !scenario("latency", latency()).await {

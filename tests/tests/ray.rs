@@ -403,6 +403,7 @@ async fn the_in_flight_cap_holds_jobs_back_from_ray() {
     ];
     let second = wait_reason(&b, &ids[1], "in flight", SECS(30)).await;
     assert_eq!(second["state"], "pending", "{second:#}");
+    assert!(second["reason"].as_str().unwrap_or_default().contains("cluster ray: 1 of 1 in flight"), "{second:#}");
     let ended = b.wait_all_ended(&ids, SECS(120)).await;
     assert!(ended.iter().all(|j| j["state"] == "succeeded"), "{ended:#?}");
     // Ray never held both: the second was submitted after the first ended.

@@ -112,7 +112,34 @@ fn check(d: &Draft) -> (BTreeMap<&'static str, String>, Option<JobRequest>) {
         max_retries: max_retries as u32,
         ..Default::default()
     };
+    // Then the checks the server runs on every request, at the field they concern.
+    for p in crate::request::problems(&request) {
+        errs.entry(form_field(&p.field)).or_insert(p.message);
+    }
+    if !errs.is_empty() {
+        return (errs, None);
+    }
     (errs, Some(request))
+}
+
+/// The form field a request path is typed in (`resources.cpu` → `cpu`).
+fn form_field(path: &str) -> &'static str {
+    let head = |p: &str| path == p || path.starts_with(&format!("{p}.")) || path.starts_with(&format!("{p}["));
+    match path {
+        "name" => "name",
+        "resources.cpu" => "cpu",
+        "resources.gpu" => "gpu",
+        "resources.memory_gb" => "memory_gb",
+        "runtime_env.working_dir" => "workdir",
+        "timeout_s" => "timeout_s",
+        "max_retries" => "retries",
+        "priority" => "priority",
+        _ if head("resources.custom") => "custom",
+        _ if head("labels") => "labels",
+        _ if head("runtime_env.env_vars") => "env",
+        // `entrypoint`, and fields the form does not have (the server's answer names them).
+        _ => "entrypoint",
+    }
 }
 
 #[component]
@@ -256,6 +283,23 @@ mod tests {
         assert_eq!(req.resources.custom["accel"], 1.0);
         assert_eq!(req.labels.len(), 2);
         assert_eq!(req.priority, Some(-3));
+    }
+
+    #[test]
+    fn the_servers_checks_show_at_their_fields() {
+        let d = Draft {
+            entrypoint: "true".into(),
+            cpu: "1".into(),
+            workdir: "relative/dir".into(),
+            retries: "1000".into(),
+            env: "A=1".into(),
+            ..Default::default()
+        };
+        let (errs, req) = check(&d);
+        assert!(req.is_none());
+        assert!(errs["workdir"].contains("absolute path"), "{errs:?}");
+        assert!(errs["retries"].starts_with("at most 100"), "{errs:?}");
+        assert!(!errs.contains_key("env"), "{errs:?}");
     }
 
     #[test]

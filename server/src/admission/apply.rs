@@ -5,10 +5,10 @@ use super::*;
 
 impl Loop {
     /// Whether the backend a job was admitted to records its starts (see
-    /// [`Backend::records_starts`](crate::backends::Backend::records_starts)).
+    /// [`StartJournal`](crate::backends::StartJournal)).
     pub(super) fn records_starts(&self, key: &Name) -> bool {
         let backend = self.state.jobs.get(key).and_then(|l| l.row.backend.as_deref());
-        backend.and_then(|b| self.backends.get(b)).is_some_and(|b| b.records_starts())
+        backend.and_then(|b| self.backends.get(b)).is_some_and(|b| b.journal().is_some())
     }
 
     /// Starts this cycle's admissions in order: on a backend that starts at once (local),
@@ -40,7 +40,7 @@ impl Loop {
         }
         // A start that is a few system calls (local processes) is made here: a task of its
         // own would cost a hop to another thread on the way to every run.
-        let (now, later): (Vec<_>, Vec<_>) = todo.into_iter().partition(|(b, _, _)| b.starts_at_once());
+        let (now, later): (Vec<_>, Vec<_>) = todo.into_iter().partition(|(b, _, _)| b.traits().starts_at_once);
         for (backend, name, spec) in now {
             let run = spec.run.clone();
             let result = futures_util::FutureExt::now_or_never(backend.start(spec))
@@ -248,7 +248,7 @@ impl Loop {
         if self.diverged || self.last_forget.is_some_and(|t| t.elapsed() < FORGET_EVERY) {
             return;
         }
-        let due: Vec<_> = self.backends.iter().filter(|b| b.has_ended_runs()).cloned().collect();
+        let due: Vec<_> = self.backends.iter().filter(|b| b.journal().is_some_and(|j| j.has_ended_runs())).cloned().collect();
         if due.is_empty() {
             return;
         }
@@ -256,7 +256,9 @@ impl Loop {
         for b in due {
             let live: HashSet<RunId> =
                 self.state.jobs.values().filter(|l| l.row.state.holds_quota() && l.row.backend.as_deref() == Some(b.name())).map(Live::run).collect();
-            b.forget_ended(&live);
+            if let Some(j) = b.journal() {
+                j.forget_ended(&live);
+            }
         }
     }
 }

@@ -20,19 +20,13 @@ impl Loop {
             live.row.config_version = Some(version);
             batch.touch(&live.key);
             self.dirty = true;
-            match engine::route(&compiled, &live.row.spec.labels, live.row.spec.priority) {
-                Ok(r) => {
-                    let (old_queue, old_priority) = (live.queue.clone(), live.row.priority);
-                    live.queue = r.queue.clone();
-                    live.row.queue = Some(r.queue.to_string());
-                    live.row.rule_index = r.rule_index.map(|i| i as i64);
-                    live.row.priority = r.priority;
-                    if old_queue != r.queue || old_priority != r.priority {
-                        let msg = format!("config version {version} routes it to {} with priority {}", r.queue, r.priority);
-                        let mut e = job_event(now, "rerouted", live, msg);
-                        e.config_version = Some(version);
-                        batch.events.push(e);
-                    }
+            match live.reroute(&compiled) {
+                Ok(false) => {}
+                Ok(true) => {
+                    let msg = format!("config version {version} routes it to {} with priority {}", live.queue, live.row.priority);
+                    let mut e = job_event(now, "rerouted", live, msg);
+                    e.config_version = Some(version);
+                    batch.events.push(e);
                 }
                 Err(rejection) => {
                     let msg = format!("config version {version} no longer routes it ({}); it stays in {}", rejection.reason, live.queue);

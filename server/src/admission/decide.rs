@@ -16,8 +16,6 @@ pub(super) struct Offer<'a> {
     left_out: Vec<&'a Live>,
     /// Pending jobs not offered now, with why (position 0).
     held_back: Vec<(Name, String)>,
-    /// Runs per capped backend.
-    in_flight: HashMap<Name, usize>,
     /// The earliest retry backoff still running.
     next_retry: Option<i64>,
 }
@@ -26,17 +24,17 @@ impl Loop {
     /// Runs the engine and applies its plan to the live state; returns the jobs to start.
     pub(super) fn decide(&mut self, now: i64, batch: &mut Batch) -> Vec<Name> {
         // 1. Offer, and 2. plan (borrowing the live jobs).
-        let (plan, explained, held_back, mut in_flight, next_retry) = {
+        let (plan, explained, held_back, next_retry) = {
             let mut offer = self.offer(now);
             let (plan, explained) = self.plan(&mut offer, now);
-            (plan, explained, offer.held_back, offer.in_flight, offer.next_retry)
+            (plan, explained, offer.held_back, offer.next_retry)
         };
         self.next_retry = next_retry;
-        // 3. Preempt, then admit within the backends' in-flight caps.
-        self.preempt(&plan.preemptions, &mut in_flight, now, batch);
-        let (starts, capped) = self.admit(&plan.admissions, &mut in_flight, now, batch);
+        // 3. Preempt, then admit.
+        self.preempt(&plan.preemptions, now, batch);
+        let starts = self.admit(&plan.admissions, now, batch);
         // 4. Positions and reasons of the jobs left waiting.
-        self.record_waiting(plan.pending, held_back.into_iter().chain(capped), explained);
+        self.record_waiting(plan.pending, held_back.into_iter(), explained);
         starts
     }
 
@@ -45,8 +43,6 @@ impl Loop {
         let mut running = Vec::new();
         let mut held_by_stage: HashMap<&str, u32> = HashMap::new();
         // One pass over the jobs: a cycle with many pending ones is mostly this pass.
-        let capped_backends = self.backends.iter().any(|b| b.max_in_flight().is_some());
-        let mut in_flight: HashMap<Name, usize> = HashMap::new();
         let mut pending: Vec<&Live> = Vec::new();
         for l in self.state.jobs.values() {
             if l.row.state == JobState::Pending {
@@ -56,21 +52,10 @@ impl Loop {
             if !l.row.state.holds_quota() {
                 continue;
             }
-            if capped_backends {
-                *in_flight.entry(l.row.backend.as_deref().unwrap_or("").into()).or_default() += 1;
-            }
             if let Some(s) = &l.row.stage_id {
                 *held_by_stage.entry(s.as_str()).or_default() += 1;
             }
-            running.push(RunningJob {
-                id: l.key.clone(),
-                queue: l.queue.clone(),
-                priority: l.row.priority,
-                request: l.request.clone(),
-                flavors: l.flavors.clone(),
-                node: l.node.clone().unwrap_or_else(|| "".into()),
-                started_at_ms: l.row.admitted_at_us.unwrap_or(0) / 1000,
-            });
+            running.push(l.running_job());
         }
         // The engine orders what it is offered itself (whatever the input order), so only
         // the jobs of capped stages are sorted here: each such stage offers only as many of
@@ -81,7 +66,7 @@ impl Loop {
         let mut next_retry = self.next_retry;
         let mut offered = Vec::new();
         let mut staged: Vec<&Live> = Vec::new();
-        let mut by_queue: Vec<(&Name, Vec<(FifoRank, &Live)>)> = Vec::new();
+        let mut quick_pool: Vec<&Live> = Vec::new();
         // Whether the last stage looked up caps its jobs (a stage's jobs come in a row).
         let mut last_stage: Option<(&str, bool)> = None;
         let capped = |id: &'_ str| -> bool { self.state.stages.get(id).is_some_and(|&cap| cap > 0) };
@@ -102,39 +87,17 @@ impl Loop {
             }) {
                 staged.push(l);
             } else if quick {
-                // Keyed here, so choosing a queue's first jobs compares a few words per job.
-                let keyed = (fifo_rank(l.row.priority, l.row.enqueued_at_us / 1000, &l.key), l);
-                match by_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, &l.queue) || **q == l.queue) {
-                    Some((_, jobs)) => jobs.push(keyed),
-                    None => by_queue.push((&l.queue, vec![keyed])),
-                }
+                quick_pool.push(l);
             } else {
-                offered.push(pending_job(l));
+                offered.push(l.pending_job());
             }
         }
         // A quick cycle offers only the first jobs of each long fifo queue, and is run again
         // with every job when that could change its admissions (see `engine::quick`).
-        let mut cuts: Vec<Cut> = Vec::new();
-        let mut left_out: Vec<&Live> = Vec::new();
-        for (queue, mut jobs) in by_queue {
-            match compiled.fifo_strategy(queue) {
-                Some(strategy) if jobs.len() > QUICK_OFFER => {
-                    jobs.select_nth_unstable_by(QUICK_OFFER, |(a, la), (b, lb)| a.cmp(b).then_with(|| la.key.cmp(&lb.key)));
-                    let rest = jobs.split_off(QUICK_OFFER);
-                    offered.extend(jobs.iter().map(|(_, l)| pending_job(l)));
-                    cuts.push(Cut {
-                        strict: strategy == QueueingStrategy::StrictFifo,
-                        offered: jobs.iter().map(|(_, l)| (&*l.key, &l.request)).collect(),
-                        rest: rest.iter().map(|(_, l)| &l.request).collect(),
-                    });
-                    left_out.extend(rest.into_iter().map(|(_, l)| l));
-                }
-                _ => offered.extend(jobs.into_iter().map(|(_, l)| pending_job(l))),
-            }
-        }
-        staged.sort_by(|a, b| {
-            b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key))
-        });
+        let split = engine::quick::offer(&compiled, quick_pool, QUICK_OFFER);
+        offered.extend(split.offered.into_iter().map(Live::pending_job));
+        let (cuts, left_out) = (split.cuts, split.left_out);
+        staged.sort_by(|a, b| b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key)));
         for l in staged {
             let stage = l.row.stage_id.as_deref().unwrap_or_default();
             let cap = self.state.stages.get(stage).copied().unwrap_or(0);
@@ -144,9 +107,9 @@ impl Loop {
                 continue;
             }
             *held += 1;
-            offered.push(pending_job(l));
+            offered.push(l.pending_job());
         }
-        Offer { running, offered, cuts, left_out, held_back, in_flight, next_retry }
+        Offer { running, offered, cuts, left_out, held_back, next_retry }
     }
 
     /// The engine's plan for `offer`, and whether it explains every waiting job (a quick
@@ -155,12 +118,13 @@ impl Loop {
         let now_ms = now / 1000;
         let compiled = &self.state.compiled;
         let nodes = &self.state.nodes;
+        let limits = &self.limits;
         let t_engine = Instant::now();
-        let mut plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered });
+        let mut plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered, limits });
         if !offer.cuts.is_empty() && !engine::quick::exact(&offer.cuts, &plan) {
             offer.cuts.clear();
-            offer.offered.extend(offer.left_out.drain(..).map(pending_job));
-            plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered });
+            offer.offered.extend(offer.left_out.drain(..).map(Live::pending_job));
+            plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered, limits });
         }
         let explained = offer.cuts.is_empty();
         tracing::debug!(pending = offer.offered.len(), explained, engine_us = t_engine.elapsed().as_micros() as u64, "engine cycle");
@@ -169,97 +133,88 @@ impl Loop {
 
     /// Victims go back to pending, keeping their enqueue time; their runs are stopped after
     /// the commit.
-    fn preempt(&mut self, preemptions: &[Preemption], in_flight: &mut HashMap<Name, usize>, now: i64, batch: &mut Batch) {
+    fn preempt(&mut self, preemptions: &[Preemption], now: i64, batch: &mut Batch) {
         let version = self.state.config_version;
-    for p in preemptions {
-        let preemptor_priority = self.state.jobs.get(&p.preemptor).map_or(0, |l| l.row.priority);
-        let victims: Vec<serde_json::Value> = p
-            .victims
-            .iter()
-            .map(|v| serde_json::json!({"job_id": &**v, "priority": self.state.jobs.get(v).map_or(0, |l| l.row.priority)}))
-            .collect();
-        for v in &p.victims {
-            let Some(live) = self.state.jobs.get_mut(v) else { continue };
-            if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
-                batch.stops.push((b.as_str().into(), live.run(), h));
+        for p in preemptions {
+            let preemptor_priority = self.state.jobs.get(&p.preemptor).map_or(0, |l| l.row.priority);
+            let victims: Vec<serde_json::Value> = p
+                .victims
+                .iter()
+                .map(|v| serde_json::json!({"job_id": &**v, "priority": self.state.jobs.get(v).map_or(0, |l| l.row.priority)}))
+                .collect();
+            for v in &p.victims {
+                let Some(live) = self.state.jobs.get_mut(v) else { continue };
+                if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
+                    batch.stops.push((b.as_str().into(), live.run(), h));
+                }
+                let mut e = job_event(
+                    now,
+                    "preempted",
+                    live,
+                    format!("preempted by {} (priority {preemptor_priority} > {})", p.preemptor, live.row.priority),
+                );
+                e.config_version = Some(version);
+                e.detail = Some(serde_json::json!({
+                    "preemptor": &*p.preemptor,
+                    "preemptor_priority": preemptor_priority,
+                    "victims": victims,
+                    "queue": &*p.queue,
+                }));
+                batch.events.push(e);
+                live.row.state = JobState::Pending;
+                live.row.admitted_at_us = None;
+                live.row.started_at_us = None;
+                live.row.reason = Some(format!("preempted by {}", p.preemptor));
+                live.clear_placement();
+                batch.touch(v);
             }
-            if let Some(n) = in_flight.get_mut(live.row.backend.as_deref().unwrap_or("")) {
-                *n = n.saturating_sub(1);
-            }
-            let mut e = job_event(now, "preempted", live, format!("preempted by {} (priority {preemptor_priority} > {})", p.preemptor, live.row.priority));
-            e.config_version = Some(version);
-            e.detail = Some(serde_json::json!({
-                "preemptor": &*p.preemptor,
-                "preemptor_priority": preemptor_priority,
-                "victims": victims,
-                "queue": &*p.queue,
-            }));
-            batch.events.push(e);
-            live.row.state = JobState::Pending;
-            live.row.admitted_at_us = None;
-            live.row.started_at_us = None;
-            live.row.reason = Some(format!("preempted by {}", p.preemptor));
-            live.clear_placement();
-            batch.touch(v);
         }
-    }
     }
 
-    /// Admissions become `admitted` (started after the commit), except those over their
-    /// backend's in-flight cap, which are returned with why.
-    fn admit(&mut self, admissions: &[Admission], in_flight: &mut HashMap<Name, usize>, now: i64, batch: &mut Batch) -> (Vec<Name>, Vec<(Name, String)>) {
+    /// Admissions become `admitted`; their runs start after the commit.
+    fn admit(&mut self, admissions: &[Admission], now: i64, batch: &mut Batch) -> Vec<Name> {
         let version = self.state.config_version;
-    // In-flight caps per backend (counted above; the victims let go of theirs).
-    let mut capped: Vec<(Name, String)> = Vec::new();
-    let mut starts = Vec::with_capacity(admissions.len());
-    for a in admissions {
-        if let Some(cap) = self.backends.get(&a.backend).and_then(|b| b.max_in_flight()) {
-            let n = in_flight.entry(a.backend.clone()).or_default();
-            if *n >= cap {
-                capped.push((a.job.clone(), format!("backend {} already has {cap} runs in flight (its cap)", a.backend)));
-                continue;
-            }
-            *n += 1;
+        let mut starts = Vec::with_capacity(admissions.len());
+        for a in admissions {
+            let Some(live) = self.state.jobs.get_mut(&a.job) else { continue };
+            live.row.state = JobState::Admitted;
+            live.row.admitted_at_us = Some(now);
+            live.row.retry_at_us = None;
+            live.row.runs += 1;
+            live.row.reason = None;
+            live.row.node = Some(a.node.to_string());
+            live.row.backend = Some(a.backend.to_string());
+            live.row.flavors = a
+                .flavors
+                .iter()
+                .map(|f| FlavorUse { flavor: f.flavor.to_string(), resources: f.resources.iter().map(|r| r.to_string()).collect() })
+                .collect();
+            live.flavors = a.flavors.clone();
+            live.node = Some(a.node.clone());
+            let flavors: Vec<&str> = a.flavors.iter().map(|f| &*f.flavor).collect();
+            let mut e = job_event(now, "admitted", live, format!("admitted to {} on {} ({})", a.queue, a.node, flavors.join(", ")));
+            e.config_version = Some(version);
+            batch.events.push(e);
+            batch.touch(&a.job);
+            starts.push(a.job.clone());
         }
-        let Some(live) = self.state.jobs.get_mut(&a.job) else { continue };
-        live.row.state = JobState::Admitted;
-        live.row.admitted_at_us = Some(now);
-        live.row.retry_at_us = None;
-        live.row.runs += 1;
-        live.row.reason = None;
-        live.row.node = Some(a.node.to_string());
-        live.row.backend = Some(a.backend.to_string());
-        live.row.flavors = a
-            .flavors
-            .iter()
-            .map(|f| FlavorUse { flavor: f.flavor.to_string(), resources: f.resources.iter().map(|r| r.to_string()).collect() })
-            .collect();
-        live.flavors = a.flavors.clone();
-        live.node = Some(a.node.clone());
-        let flavors: Vec<&str> = a.flavors.iter().map(|f| &*f.flavor).collect();
-        let mut e = job_event(now, "admitted", live, format!("admitted to {} on {} ({})", a.queue, a.node, flavors.join(", ")));
-        e.config_version = Some(version);
-        batch.events.push(e);
-        batch.touch(&a.job);
-        starts.push(a.job.clone());
-    }
-        (starts, capped)
+        starts
     }
 
     /// What the last full cycle said of each waiting job; quick cycles leave it as it is
     /// and make sure a full one comes within [`EXPLAIN_EVERY`].
     fn record_waiting(&mut self, pending: Vec<PendingInfo>, held_back: impl Iterator<Item = (Name, String)>, explained: bool) {
-    let mut waiting: Vec<(Name, u64, Arc<str>)> = pending.into_iter().map(|p| (p.job, p.position as u64, p.reason)).collect();
-    waiting.extend(held_back.map(|(key, why)| (key, 0, why.into())));
-    if explained {
-        self.state.waiting = Waiting::new(waiting);
-        self.explain_due = false;
-        self.explained_at = Some(Instant::now());
-        self.explain_at = None;
-    } else {
-        // Waiting jobs keep what the last full cycle said of them until the next one.
-        let last = self.explained_at.unwrap_or_else(Instant::now);
-        self.explain_at.get_or_insert(tokio::time::Instant::from_std(last + EXPLAIN_EVERY));
-    }
+        let mut waiting: Vec<(Name, u64, Arc<str>)> = pending.into_iter().map(|p| (p.job, p.position as u64, p.reason)).collect();
+        waiting.extend(held_back.map(|(key, why)| (key, 0, why.into())));
+        if explained {
+            self.state.waiting = Waiting::new(waiting);
+            self.explain_due = false;
+            self.explained_at = Some(Instant::now());
+            self.explain_at = None;
+        } else {
+            // Waiting jobs keep what the last full cycle said of them until the next one.
+            let last = self.explained_at.unwrap_or_else(Instant::now);
+            self.explain_at.get_or_insert(tokio::time::Instant::from_std(last + EXPLAIN_EVERY));
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! that records starts and stops, the real job store on a fresh SQLite database, a manual
 //! clock, and one public cycle at a time. The tests below are the loop's behaviours that
 //! once needed the real binary: admission order within quota, timeouts, retries with
-//! backoff, preemption, rerouting on apply.
+//! backoff, preemption, rerouting on apply, and the decisions of recovery after a restart.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -11,18 +11,20 @@ use app::config::parse::parse_auto;
 use app::jobs::JobRequest;
 
 use super::*;
-use crate::backends::{Adopted, BoxFuture, Stream};
+use crate::backends::{Adopted, BoxFuture, Stream, Traits};
 use crate::clock::ManualClock;
 use crate::services::auth::Caller;
 use crate::services::config::ConfigService;
 use crate::store::config::{ApplyMeta, ConfigStore};
 use crate::store::Db;
 
-/// One node with 4 CPUs; starts succeed at once and are recorded, as are stops.
+/// One node with 4 CPUs; starts succeed at once and are recorded, as are stops. After a
+/// restart it reports each run as `adopt_as` says (by run key), else as never started.
 #[derive(Debug, Default)]
 struct FakeBackend {
     started: Mutex<Vec<RunId>>,
     stopped: Mutex<Vec<RunId>>,
+    adopt_as: Mutex<HashMap<String, Adopted>>,
 }
 
 impl Backend for FakeBackend {
@@ -41,14 +43,15 @@ impl Backend for FakeBackend {
         self.stopped.lock().unwrap().push(run);
         Box::pin(async { Ok(()) })
     }
-    fn adopt(&self, _spec: StartSpec, _handle: Option<String>) -> BoxFuture<'_, Adopted> {
-        Box::pin(async { Adopted::NeverStarted })
+    fn adopt(&self, spec: StartSpec, _handle: Option<String>) -> BoxFuture<'_, Adopted> {
+        let adopted = self.adopt_as.lock().unwrap().remove(&spec.run.key()).unwrap_or(Adopted::NeverStarted);
+        Box::pin(async move { adopted })
     }
     fn logs(&self, _run: RunId, _stream: Stream, _tail: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>> {
         Box::pin(async { Ok(Vec::new()) })
     }
-    fn starts_at_once(&self) -> bool {
-        true
+    fn traits(&self) -> Traits {
+        Traits { starts_at_once: true, ..Traits::default() }
     }
 }
 
@@ -81,6 +84,29 @@ impl Harness {
         let store = JobStore::new(db);
         let lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
         Harness { lp, clock, backend, config: service, _cmds: cmds, _exits: exits }
+    }
+
+    /// The server stops without another write and starts again on the same database: a new
+    /// loop recovers the jobs, with the fake backend when `backend_kept`, else with none.
+    async fn restart(&mut self, backend_kept: bool) {
+        let mut backends = Registry::default();
+        if backend_kept {
+            backends.register(self.backend.clone()).unwrap();
+        }
+        let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
+        let (cmds, cmds_rx) = mpsc::unbounded_channel();
+        let (exits, exits_rx) = mpsc::unbounded_channel();
+        let settings = self.lp.settings.clone();
+        let store = self.lp.store.clone();
+        self.lp = Loop::new(store, backends, settings, shared, self.config.subscribe(), cmds_rx, exits_rx, self.clock.clone());
+        (self._cmds, self._exits) = (cmds, exits);
+        self.lp.recover().await.expect("recovers");
+    }
+
+    /// How the backend reports the current run of `id` after the next restart.
+    fn adopt_as(&self, id: &str, adopted: Adopted) {
+        let run = self.lp.state.jobs[id].run();
+        self.backend.adopt_as.lock().unwrap().insert(run.key(), adopted);
     }
 
     /// Submits a job (as the jobs service prepares it) and runs a cycle; its id.
@@ -245,7 +271,7 @@ scheduling_rules:
         values: [other]
   - resource_queue: team
 ";
-    let cfg = parse_auto(&other).expect("the new config parses");
+    let cfg = parse_auto(other).expect("the new config parses");
     h.config.apply(&Caller::anonymous(), &cfg, &ApplyMeta::default()).await.expect("applies");
     h.lp.reload_config();
     h.tick().await;
@@ -253,4 +279,38 @@ scheduling_rules:
     assert_eq!(h.state(&b).await, JobState::Running, "and runs in its new queue");
     assert_eq!(h.lp.state.jobs[&*a].row.queue.as_deref(), Some("team"), "the running job stays where it was admitted");
     assert!(h.stopped().is_empty(), "an apply stops nothing");
+}
+
+#[tokio::test]
+async fn a_restart_adopts_running_runs_requeues_unstarted_ones_and_records_ended_ones() {
+    let mut h = Harness::new(TEAM).await;
+    let a = h.submit(serde_json::json!({"entrypoint": "sleep 100", "resources": {"cpu": 1}})).await;
+    let b = h.submit(serde_json::json!({"entrypoint": "sleep 100", "resources": {"cpu": 1}})).await;
+    assert_eq!((h.state(&a).await, h.state(&b).await), (JobState::Running, JobState::Running));
+    h.adopt_as(&a, Adopted::Running { handle: "h-again".into() });
+    // b's run: the backend never heard of it (the server died between deciding and starting).
+    h.restart(true).await;
+    assert_eq!(h.state(&a).await, JobState::Running, "a run still going is adopted");
+    assert_eq!(h.lp.state.jobs[&*a].row.handle.as_deref(), Some("h-again"));
+    assert_eq!(h.state(&b).await, JobState::Pending, "a run never started goes back to its queue");
+    h.tick().await;
+    assert_eq!(h.state(&b).await, JobState::Running);
+    assert_eq!(h.started().last(), Some(&format!("{b}-r1")), "started again under its first run id: no retry spent");
+
+    h.adopt_as(&a, Adopted::Ended(Outcome::Exited(0)));
+    h.adopt_as(&b, Adopted::Ended(Outcome::Exited(3)));
+    h.restart(true).await;
+    assert_eq!(h.state(&a).await, JobState::Succeeded, "a run that ended while the server was away counts");
+    assert_eq!(h.state(&b).await, JobState::Failed);
+}
+
+#[tokio::test]
+async fn a_restart_without_the_jobs_backend_fails_its_runs_and_says_why() {
+    let mut h = Harness::new(TEAM).await;
+    let a = h.submit(serde_json::json!({"entrypoint": "sleep 100", "resources": {"cpu": 1}})).await;
+    assert_eq!(h.state(&a).await, JobState::Running);
+    h.restart(false).await;
+    assert_eq!(h.state(&a).await, JobState::Failed);
+    let row = h.lp.store.get(&a).await.expect("stored");
+    assert!(row.reason.as_deref().unwrap_or_default().contains("backend `fake` is not configured any more"), "{:?}", row.reason);
 }

@@ -37,6 +37,43 @@ impl Live {
         }
     }
 
+    /// The engine's view of this job while it holds quota (admitted or running).
+    pub fn running_job(&self) -> RunningJob {
+        RunningJob {
+            id: self.key.clone(),
+            queue: self.queue.clone(),
+            priority: self.row.priority,
+            request: self.request.clone(),
+            flavors: self.flavors.clone(),
+            node: self.node.clone().unwrap_or_else(|| "".into()),
+            started_at_ms: self.row.admitted_at_us.unwrap_or(0) / 1000,
+        }
+    }
+
+    /// The engine's view of this job while it waits.
+    pub fn pending_job(&self) -> PendingJob {
+        PendingJob {
+            id: self.key.clone(),
+            queue: self.queue.clone(),
+            priority: self.row.priority,
+            request: self.request.clone(),
+            enqueued_at_ms: self.row.enqueued_at_us / 1000,
+        }
+    }
+
+    /// Routes a waiting job again under a new config, by its labels and requested priority:
+    /// `Ok(true)` when its queue or priority changed. A job no rule takes any more keeps its
+    /// queue and priority (`Err`, with why): an apply never rejects a job already accepted.
+    pub fn reroute(&mut self, compiled: &Compiled) -> Result<bool, engine::Rejection> {
+        let r = engine::route(compiled, &self.row.spec.labels, self.row.spec.priority)?;
+        let changed = self.queue != r.queue || self.row.priority != r.priority;
+        self.row.queue = Some(r.queue.to_string());
+        self.queue = r.queue;
+        self.row.rule_index = r.rule_index.map(|i| i as i64);
+        self.row.priority = r.priority;
+        Ok(changed)
+    }
+
     pub(super) fn run(&self) -> RunId {
         RunId { job: self.key.clone(), run: self.row.runs }
     }
@@ -48,6 +85,22 @@ impl Live {
         self.row.node = None;
         self.row.backend = None;
         self.row.handle = None;
+    }
+}
+
+/// The loop's jobs are what a quick cycle splits (see [`engine::quick::offer`]).
+impl engine::quick::Waiting for Live {
+    fn id(&self) -> &str {
+        &self.key
+    }
+    fn queue(&self) -> &Name {
+        &self.queue
+    }
+    fn request(&self) -> &Resources {
+        &self.request
+    }
+    fn rank(&self) -> FifoRank {
+        fifo_rank(self.row.priority, self.row.enqueued_at_us / 1000, &self.key)
     }
 }
 
@@ -98,11 +151,6 @@ pub fn free_on(state: &State, node: &Node) -> BTreeMap<Name, Milli> {
         }
     }
     free
-}
-
-/// What the engine is offered for a pending job.
-pub(super) fn pending_job(l: &Live) -> PendingJob {
-    PendingJob { id: l.key.clone(), queue: l.queue.clone(), priority: l.row.priority, request: l.request.clone(), enqueued_at_ms: l.row.enqueued_at_us / 1000 }
 }
 
 pub(super) fn job_event(now: i64, kind: &'static str, live: &Live, message: String) -> NewEvent {

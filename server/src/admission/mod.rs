@@ -21,7 +21,7 @@
 //! is flushed within [`FLUSH_DELAY`]: a crash before that is safe, recovery asks the backend.
 //!
 //! One exception to step 1: a backend that records each run as it starts it (the local
-//! backend's journal, [`Backend::records_starts`]) gets its admissions at once, when the
+//! backend's journal, [`StartJournal`](crate::backends::StartJournal)) gets its admissions at once, when the
 //! cycle stops nothing, and they ride with the next transaction too. A slot that frees is
 //! then refilled without waiting for a write. A crash in between leaves a run whose job the
 //! database lists as pending, and recovery finds it in the backend's records.
@@ -43,7 +43,7 @@ mod recover;
 mod sample;
 
 pub use live::{free_on, usage, Live};
-use live::{deadline_of, job_event, pending_job};
+use live::{deadline_of, job_event};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
@@ -56,9 +56,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::backends::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
 use crate::clock::Clock;
 use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
-use crate::engine::policy::QueueingStrategy;
 use crate::engine::quick::{fifo_rank, Cut, FifoRank};
-use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
+use crate::engine::{self, Compiled, FlavorAssignment, InFlightLimit, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
 use crate::services::config::ActiveConfig;
 
 /// Tunables of the loop.
@@ -169,6 +168,8 @@ pub struct Loop {
     pub(crate) state: State,
     pub(crate) store: JobStore,
     pub(crate) backends: Registry,
+    /// The backends' in-flight caps (the engine applies them).
+    limits: Vec<InFlightLimit>,
     pub(crate) settings: Settings,
     pub(crate) shared: Arc<RwLock<Shared>>,
     /// Where `now` comes from (see [`Clock`]).
@@ -304,6 +305,7 @@ impl Loop {
         Loop {
             state: State { jobs: HashMap::new(), waiting: Waiting::default(), compiled, config_version, nodes, stages: HashMap::new() },
             store,
+            limits: backends.limits(),
             backends,
             settings,
             shared,

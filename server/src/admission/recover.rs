@@ -52,9 +52,9 @@ impl Loop {
                 }
             }
         }
-        let recording: Vec<Arc<dyn Backend>> = self.backends.iter().filter(|b| b.records_starts()).cloned().collect();
+        let recording: Vec<Arc<dyn Backend>> = self.backends.iter().filter(|b| b.journal().is_some()).cloned().collect();
         for backend in recording {
-            let mut begun = backend.begun_runs();
+            let mut begun = backend.journal().map(|j| j.begun_runs()).unwrap_or_default();
             begun.sort(); // a job's runs in the order they began
             for run in begun {
                 let unrecorded = self.state.jobs.get(&run.job).is_some_and(|l| l.row.state == JobState::Pending && run.run > l.row.runs);

@@ -15,7 +15,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::engine::{FlavorAssignment, Name, Node, Resources};
+use crate::engine::{FlavorAssignment, InFlightLimit, Name, Node, Resources};
 
 /// A boxed, sendable future (the trait must be object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -126,7 +126,8 @@ pub enum BackendError {
     Unavailable(String),
 }
 
-/// A place that runs jobs.
+/// A place that runs jobs: what every backend must do. The loop's hooks into it are kept
+/// apart: [`Traits`] it plans with, and a [`StartJournal`] for backends that record starts.
 pub trait Backend: Send + Sync + 'static {
     /// Registry name (`local`, `ray`, …); also each node's `backend`.
     fn name(&self) -> &str;
@@ -142,40 +143,43 @@ pub trait Backend: Send + Sync + 'static {
     fn adopt(&self, spec: StartSpec, handle: Option<String>) -> BoxFuture<'_, Adopted>;
     /// The last `tail_bytes` of a run's log (`None`: all of it, up to the backend's bound).
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>>;
-    /// At most this many of its runs may hold capacity at once (`None`: only its nodes'
-    /// capacity bounds it). The loop admits no more beyond it.
-    fn max_in_flight(&self) -> Option<usize> {
+    /// Facts the admission loop plans with; the defaults suit a remote cluster.
+    fn traits(&self) -> Traits {
+        Traits::default()
+    }
+    /// Its own record of the runs it started, if it keeps one (see [`StartJournal`]).
+    fn journal(&self) -> Option<&dyn StartJournal> {
         None
     }
-    /// True when [`Backend::start`] is ready at its first poll (a few system calls, no
-    /// waiting on a network): the loop then starts runs itself rather than on a task.
-    fn starts_at_once(&self) -> bool {
-        false
-    }
-    /// True when the backend records each run on disk as it starts it, before its start
-    /// returns, and lists them in [`Backend::begun_runs`] after a restart. The loop then
-    /// starts a run without waiting for its admission to be written: recovery finds any run
-    /// the database missed there.
-    fn records_starts(&self) -> bool {
-        false
-    }
-    /// Every run the backend's own records say it started and has not forgotten (see
-    /// [`Backend::records_starts`]).
-    fn begun_runs(&self) -> Vec<RunId> {
-        Vec::new()
-    }
-    /// Whether [`Backend::forget_ended`] has anything to drop now.
-    fn has_ended_runs(&self) -> bool {
-        false
-    }
-    /// The database lists exactly `live` as this backend's unfinished runs (the loop calls
-    /// this right after a commit, with nothing of its own unwritten): what the backend keeps
-    /// so as to recover any other run after a restart may go.
-    fn forget_ended(&self, _live: &HashSet<RunId>) {}
     /// What the backend's own monitoring reports in use, if it has any.
     fn reported(&self) -> Option<Reported> {
         None
     }
+}
+
+/// Facts about a backend that the admission loop plans with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Traits {
+    /// At most this many of its runs may hold capacity at once (`None`: only its nodes'
+    /// capacity bounds it). The engine admits no more beyond it (see [`Registry::limits`]).
+    pub max_in_flight: Option<usize>,
+    /// [`Backend::start`] is ready at its first poll (a few system calls, no waiting on a
+    /// network): the loop then starts runs itself rather than on a task.
+    pub starts_at_once: bool,
+}
+
+/// A backend that writes each run down as it starts it, before its start returns, and
+/// lists those runs after a restart. The loop then starts a run without waiting for its
+/// admission to be written: recovery finds any run the database missed here.
+pub trait StartJournal: Send + Sync {
+    /// Every run the records say was started and has not been forgotten.
+    fn begun_runs(&self) -> Vec<RunId>;
+    /// Whether [`StartJournal::forget_ended`] has anything to drop now.
+    fn has_ended_runs(&self) -> bool;
+    /// The database lists exactly `live` as this backend's unfinished runs (the loop calls
+    /// this right after a commit, with nothing of its own unwritten): what the backend keeps
+    /// so as to recover any other run after a restart may go.
+    fn forget_ended(&self, live: &HashSet<RunId>);
 }
 
 /// Backends by name.
@@ -212,6 +216,14 @@ impl Registry {
     /// Every node of every backend.
     pub fn nodes(&self) -> Vec<Node> {
         self.backends.values().flat_map(|b| b.nodes()).collect()
+    }
+
+    /// The in-flight caps of the backends that have one, as the engine applies them.
+    pub fn limits(&self) -> Vec<InFlightLimit> {
+        self.backends
+            .values()
+            .filter_map(|b| Some(InFlightLimit { backend: b.name().into(), max_in_flight: b.traits().max_in_flight? }))
+            .collect()
     }
 }
 

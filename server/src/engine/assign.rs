@@ -9,7 +9,7 @@
 //! Each flavor that does not fit leaves a [`Miss`] for the explanation.
 
 use super::resources::Milli;
-use super::state::State;
+use super::state::{NoPlace, State};
 
 /// Why one flavor (or flavor tuple) did not take the job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +20,8 @@ pub(crate) enum Miss {
     NoNodeMatches { set: usize },
     /// Nodes match, but none has room.
     NoRoom { set: usize },
+    /// A node has room, but its backend already has as many runs in flight as it allows.
+    InFlight { limit: usize },
 }
 
 /// Buffers reused job after job so the hot path does not allocate.
@@ -158,12 +160,16 @@ pub(crate) fn fit(st: &mut State, q: usize, row: &[Milli], sc: &mut Scratch) -> 
         }
         if quota_ok {
             let set = combo_set(st, q, sc);
-            if let Some(node) = st.place(set, row, score) {
-                sc.choice.clear();
-                sc.choice.extend(sc.groups.iter().copied().zip(sc.idx.iter().copied()));
-                return Fit::Fits { node };
-            }
-            let m = if st.sets[set].nodes.is_empty() { Miss::NoNodeMatches { set } } else { Miss::NoRoom { set } };
+            let m = match st.place(set, row, score) {
+                Ok(node) => {
+                    sc.choice.clear();
+                    sc.choice.extend(sc.groups.iter().copied().zip(sc.idx.iter().copied()));
+                    return Fit::Fits { node };
+                }
+                Err(_) if st.sets[set].nodes.is_empty() => Miss::NoNodeMatches { set },
+                Err(NoPlace::NoRoom) => Miss::NoRoom { set },
+                Err(NoPlace::InFlight { limit }) => Miss::InFlight { limit },
+            };
             if !sc.misses.contains(&m) {
                 sc.misses.push(m);
             }

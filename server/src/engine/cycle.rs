@@ -144,7 +144,7 @@ impl Cycle {
             st.release(v);
         }
         let score = st.c.queues[q].placement.score;
-        let Some(node) = st.place(set, row, score) else {
+        let Ok(node) = st.place(set, row, score) else {
             // The simulation is exact, so this does not happen; never stop jobs for nothing.
             for &v in &victims {
                 st.restore(v);

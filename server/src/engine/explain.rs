@@ -93,6 +93,10 @@ pub(crate) fn no_fit(st: &State, q: usize, row: &[Milli], misses: &[Miss], preem
                     let _ = write!(out, "{}: none of the {} matching nodes has room for {req}{outside}", flavors(st, set), nodes.len());
                 }
             }
+            Miss::InFlight { limit } => {
+                let l = &st.snap.limits[limit];
+                let _ = write!(out, "cluster {}: {} of {} in flight", l.backend, st.in_flight[limit], l.max_in_flight);
+            }
         }
     }
     match preempt {

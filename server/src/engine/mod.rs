@@ -101,6 +101,6 @@ pub use cycle::schedule;
 pub use plan::{Admission, PendingInfo, Plan, Preemption};
 pub use resources::{Milli, Name, Resources};
 pub use route::{bounded_priority, check_submittable, route, Rejection, Routed};
-pub use snapshot::{FlavorAssignment, Node, PendingJob, RunningJob, Snapshot};
+pub use snapshot::{FlavorAssignment, InFlightLimit, Node, PendingJob, RunningJob, Snapshot};
 
 pub use app::config::Labels;

@@ -114,7 +114,7 @@ fn try_combo(st: &mut State, q: usize, row: &[Milli], score: fn(i64) -> i64, sc:
     if s.nodes.is_empty() || row.iter().zip(&s.cap_max).any(|(a, m)| a > m) {
         return None;
     }
-    let node_ok0 = st.place(set, row, score).is_some();
+    let node_ok0 = st.place(set, row, score).is_ok();
 
     // Greedy: remove candidates in victim order until the job fits.
     sc.victims.clear();
@@ -181,10 +181,17 @@ fn quota_ok(sc: &Scratch) -> bool {
     sc.deficits.iter().all(|&(_, need, freed)| freed >= need)
 }
 
-/// Whether some node freed by the simulated victims now has room for `row`.
+/// Whether some node freed by the simulated victims now has room for `row`, on a backend
+/// with a run to spare once the victims' runs end.
 fn node_ok(st: &State, sc: &Scratch, row: &[Milli]) -> bool {
     let r = st.r;
     sc.extra_nodes.iter().enumerate().any(|(at, &n)| {
-        (0..r).all(|k| st.free[n * r + k].plus(sc.extra[at * r + k]) >= row[k])
+        (0..r).all(|k| st.free[n * r + k].plus(sc.extra[at * r + k]) >= row[k]) && slot_after(st, sc, n)
     })
+}
+
+/// Whether node `n`'s backend has a run to spare once the simulated victims end.
+fn slot_after(st: &State, sc: &Scratch, n: usize) -> bool {
+    let Some(l) = st.backend_full(n) else { return true };
+    sc.victims.iter().any(|&v| st.runs[v].node.is_some_and(|m| st.node_limit[m] == Some(l)))
 }

@@ -11,9 +11,80 @@
 
 use std::cmp::Reverse;
 use std::collections::HashSet;
+use std::sync::Arc;
 
+use super::compile::Compiled;
 use super::plan::Plan;
-use super::resources::Resources;
+use super::policy::QueueingStrategy;
+use super::resources::{Name, Resources};
+use super::snapshot::PendingJob;
+
+/// A waiting job as a quick cycle sorts it: the admission loop's own jobs and the engine's
+/// [`PendingJob`] both are.
+pub trait Waiting {
+    fn id(&self) -> &str;
+    fn queue(&self) -> &Name;
+    fn request(&self) -> &Resources;
+    /// Its place in a fifo queue (see [`fifo_rank`]).
+    fn rank(&self) -> FifoRank;
+}
+
+impl Waiting for PendingJob {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn queue(&self) -> &Name {
+        &self.queue
+    }
+    fn request(&self) -> &Resources {
+        &self.request
+    }
+    fn rank(&self) -> FifoRank {
+        fifo_rank(self.priority, self.enqueued_at_ms, &self.id)
+    }
+}
+
+/// What a quick cycle offers: every job of short or non-fifo queues and the first `k` of
+/// each longer fifo queue; the cuts for [`exact`]; and the jobs left out.
+#[derive(Debug)]
+pub struct QuickOffer<'a, T> {
+    pub offered: Vec<&'a T>,
+    pub cuts: Vec<Cut<'a>>,
+    pub left_out: Vec<&'a T>,
+}
+
+/// Splits `jobs` for a quick cycle keeping the first `k` jobs of each fifo queue longer
+/// than that (the admission loop's offer, and what the property test checks).
+pub fn offer<'a, T: Waiting>(config: &Compiled, jobs: impl IntoIterator<Item = &'a T>, k: usize) -> QuickOffer<'a, T> {
+    // Keyed once, so choosing a queue's first jobs compares a few words per job; jobs
+    // usually share their queue's allocation, so queues are found by address first.
+    let mut by_queue: Vec<(&Name, Vec<(FifoRank, &T)>)> = Vec::new();
+    for job in jobs {
+        let keyed = (job.rank(), job);
+        match by_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, job.queue()) || *q == job.queue()) {
+            Some((_, list)) => list.push(keyed),
+            None => by_queue.push((job.queue(), vec![keyed])),
+        }
+    }
+    let mut out = QuickOffer { offered: Vec::new(), cuts: Vec::new(), left_out: Vec::new() };
+    for (queue, mut list) in by_queue {
+        match config.fifo_strategy(queue) {
+            Some(strategy) if list.len() > k => {
+                list.select_nth_unstable_by(k, |(a, ja), (b, jb)| a.cmp(b).then_with(|| ja.id().cmp(jb.id())));
+                let rest = list.split_off(k);
+                out.offered.extend(list.iter().map(|(_, j)| *j));
+                out.cuts.push(Cut {
+                    strict: strategy == QueueingStrategy::StrictFifo,
+                    offered: list.iter().map(|(_, j)| (j.id(), j.request())).collect(),
+                    rest: rest.iter().map(|(_, j)| j.request()).collect(),
+                });
+                out.left_out.extend(rest.into_iter().map(|(_, j)| j));
+            }
+            _ => out.offered.extend(list.into_iter().map(|(_, j)| j)),
+        }
+    }
+    out
+}
 
 /// One queue's jobs split for a quick cycle.
 #[derive(Debug)]

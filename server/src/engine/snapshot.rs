@@ -22,6 +22,19 @@ pub struct Snapshot<'a> {
     pub running: &'a [RunningJob],
     /// Jobs waiting for admission.
     pub pending: &'a [PendingJob],
+    /// Backends that cap how many of their runs may be in flight at once; a backend not
+    /// listed is bounded only by its nodes' capacity.
+    pub limits: &'a [InFlightLimit],
+}
+
+/// A backend's cap on runs holding capacity at once (admitted or running), counted over the
+/// running jobs on its nodes and the admissions of the cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InFlightLimit {
+    /// The backend (as in [`Node::backend`]).
+    pub backend: Name,
+    /// At most this many runs at once.
+    pub max_in_flight: usize,
 }
 
 /// A machine a backend can run jobs on.

@@ -44,6 +44,16 @@ pub(crate) struct NodeSet {
     pub epoch: u64,
 }
 
+/// Why [`State::place`] found no node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NoPlace {
+    /// No node of the set has room.
+    NoRoom,
+    /// Some node has room, but its backend has the most runs in flight it allows
+    /// (`limit` indexes `Snapshot::limits`).
+    InFlight { limit: usize },
+}
+
 /// A running job as the cycle sees it.
 #[derive(Debug)]
 pub(crate) struct Run {
@@ -63,6 +73,10 @@ pub(crate) struct State<'a> {
     pub r: usize,
     /// Node indices into `snap.nodes`, sorted by id so placement ties are input-order free.
     pub nodes: Vec<usize>,
+    /// Per node index: the in-flight limit of its backend (index into `snap.limits`).
+    pub node_limit: Vec<Option<usize>>,
+    /// Per limit: runs in flight on that backend, admissions of this cycle included.
+    pub in_flight: Vec<usize>,
     pub cap: Vec<Milli>,
     pub free: Vec<Milli>,
     /// First global slot of each queue.
@@ -132,6 +146,7 @@ impl<'a> State<'a> {
                 }
             }
         }
+        let node_limit = nodes.iter().map(|&n| snap.limits.iter().position(|l| l.backend == snap.nodes[n].backend)).collect();
         let node_ids: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, &n)| (&*snap.nodes[n].id, i)).collect();
 
         let mut slot_base = Vec::with_capacity(c.queues.len());
@@ -169,6 +184,8 @@ impl<'a> State<'a> {
             names,
             r,
             nodes,
+            node_limit,
+            in_flight: vec![0; snap.limits.len()],
             cap,
             free,
             slot_base,
@@ -222,6 +239,9 @@ impl<'a> State<'a> {
             if let Some(n) = node {
                 for k in 0..r {
                     self.free[n * r + k] = self.free[n * r + k].minus(self.run_rows[i * r + k]);
+                }
+                if let Some(l) = self.node_limit[n] {
+                    self.in_flight[l] += 1;
                 }
             }
             self.runs.push(Run { node, charges: start..self.charges.len(), victim: false });
@@ -293,8 +313,14 @@ impl<'a> State<'a> {
         id
     }
 
-    /// Finds the node of `set` that fits `row` best by `score` (lower wins), or `None`.
-    pub fn place(&mut self, set: usize, row: &[Milli], score: fn(i64) -> i64) -> Option<usize> {
+    /// Whether node index `n` belongs to a backend with no run to spare under its cap: the
+    /// limit's index if so.
+    pub fn backend_full(&self, n: usize) -> Option<usize> {
+        self.node_limit[n].filter(|&l| self.in_flight[l] >= self.snap.limits[l].max_in_flight)
+    }
+
+    /// Finds the node of `set` that fits `row` best by `score` (lower wins).
+    pub fn place(&mut self, set: usize, row: &[Milli], score: fn(i64) -> i64) -> Result<usize, NoPlace> {
         let (r, epoch) = (self.r, self.epoch);
         let s = &mut self.sets[set];
         if s.epoch != epoch {
@@ -303,12 +329,14 @@ impl<'a> State<'a> {
             s.epoch = epoch;
         }
         if s.nodes.is_empty() || row.iter().zip(&s.bound).any(|(a, b)| a > b) {
-            return None;
+            return Err(NoPlace::NoRoom);
         }
         if s.fails.iter().any(|f| f.iter().zip(row).all(|(f, a)| f <= a)) {
-            return None;
+            return Err(NoPlace::NoRoom);
         }
         let mut best: Option<(i64, usize)> = None;
+        // A node with room whose backend is at its cap: the job waits for the backend.
+        let mut capped: Option<usize> = None;
         // The scan sees every node of the set, so it makes the bound exact again.
         s.bound.iter_mut().for_each(|b| *b = Milli::ZERO);
         let bound = &mut s.bound;
@@ -322,6 +350,10 @@ impl<'a> State<'a> {
             if !fits {
                 continue;
             }
+            if let Some(l) = self.node_limit[n].filter(|&l| self.in_flight[l] >= self.snap.limits[l].max_in_flight) {
+                capped.get_or_insert(l);
+                continue;
+            }
             let cap = &self.cap[n * r..(n + 1) * r];
             let left: i64 = (0..r)
                 .filter(|&k| cap[k] > Milli::ZERO)
@@ -332,13 +364,19 @@ impl<'a> State<'a> {
                 best = Some((sc, n));
             }
         }
-        if best.is_none() {
-            if s.fails.len() == FAIL_MEMORY {
-                s.fails.remove(0);
+        match (best, capped) {
+            (Some((_, n)), _) => Ok(n),
+            // Not remembered as a failed shape: the backend frees a slot without a release
+            // of capacity (its count, not its room, is what stops the job).
+            (None, Some(limit)) => Err(NoPlace::InFlight { limit }),
+            (None, None) => {
+                if s.fails.len() == FAIL_MEMORY {
+                    s.fails.remove(0);
+                }
+                s.fails.push(row.to_vec());
+                Err(NoPlace::NoRoom)
             }
-            s.fails.push(row.to_vec());
         }
-        best.map(|(_, n)| n)
     }
 
     /// Charges an admitted job: quota cells of its chosen slots and its node.
@@ -355,6 +393,9 @@ impl<'a> State<'a> {
                 }
             }
             self.free[node * r + k] = self.free[node * r + k].minus(row[k]);
+        }
+        if let Some(l) = self.node_limit[node] {
+            self.in_flight[l] += 1;
         }
     }
 
@@ -382,6 +423,9 @@ impl<'a> State<'a> {
         if let Some(n) = self.runs[run].node {
             for k in 0..r {
                 self.free[n * r + k] = to_free(self.free[n * r + k], self.run_rows[run * r + k]);
+            }
+            if let Some(l) = self.node_limit[n] {
+                self.in_flight[l] = if victim { self.in_flight[l] - 1 } else { self.in_flight[l] + 1 };
             }
         }
         self.runs[run].victim = victim;

@@ -306,10 +306,20 @@ async fn revoke_token(State(state): State<AppState>, caller: Caller, Path(id): P
 
 /// `GET /api/v1/audit?action=&actor=&cursor=&max_items=`.
 async fn audit(State(state): State<AppState>, caller: Caller, params: Params) -> Result<Response, ApiError> {
-    let limit = params.get_i64("max_items")?.unwrap_or(50);
-    if !(1..=1000).contains(&limit) {
-        return Err(ApiError::bad_request(format!("max_items: must be between 1 and 1000, got {limit}")));
-    }
+    let q = audit_query(&params)?;
+    Ok(Json(state.auth.audit(&caller, q.action, q.actor, q.cursor, q.limit).await?).into_response())
+}
+
+/// An audit-log query as the API and the dashboard read it.
+pub struct AuditQuery<'a> {
+    pub action: Option<&'a str>,
+    pub actor: Option<&'a str>,
+    pub cursor: Option<i64>,
+    pub limit: i64,
+}
+
+pub fn audit_query(params: &Params) -> Result<AuditQuery<'_>, ApiError> {
+    let limit = params.page_size(50)?;
     let cursor = params.get_i64("cursor")?;
     let action = params.get("action").filter(|a| !a.is_empty());
     if let Some(a) = action {
@@ -318,7 +328,7 @@ async fn audit(State(state): State<AppState>, caller: Caller, params: Params) ->
         }
     }
     let actor = params.get("actor").filter(|a| !a.is_empty());
-    Ok(Json(state.auth.audit(&caller, action, actor, cursor, limit).await?).into_response())
+    Ok(AuditQuery { action, actor, cursor, limit })
 }
 
 #[cfg(test)]

@@ -79,6 +79,11 @@ impl Params {
     pub fn get_i64(&self, name: &str) -> Result<Option<i64>, ApiError> {
         self.get(name).map(|raw| parse_i64(name, raw)).transpose()
     }
+
+    /// `max_items`, else `default`, within the one page-size bound (`app::api::page_size`).
+    pub fn page_size(&self, default: i64) -> Result<i64, ApiError> {
+        app::api::page_size(self.get_i64("max_items")?, default).map_err(ApiError::bad_request)
+    }
 }
 
 /// Parses `raw` as an integer for the field `name`, or a 400 naming it.

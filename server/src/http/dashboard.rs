@@ -17,7 +17,7 @@ use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
 use crate::services::auth::{AuthError, Caller};
-use crate::http::auth::CspNonce;
+use crate::http::auth::{audit_query, CspNonce};
 use crate::http::body::Params;
 use crate::http::error::ApiError;
 use crate::http::jobs::{event_query, history_query, job_query, last_lines, tail_bytes};
@@ -118,11 +118,8 @@ impl Backend for AppState {
         let caller = caller();
         Box::pin(async move {
             let p = params(&query)?;
-            let limit = p.get_i64("max_items").map_err(|e| e.message)?.unwrap_or(50).clamp(1, 1000);
-            let cursor = p.get_i64("cursor").map_err(|e| e.message)?;
-            let action = p.get("action").filter(|a| !a.is_empty());
-            let actor = p.get("actor").filter(|a| !a.is_empty());
-            self.auth.audit(&caller?, action, actor, cursor, limit).await.map_err(refused)
+            let q = audit_query(&p).map_err(|e| e.message)?;
+            self.auth.audit(&caller?, q.action, q.actor, q.cursor, q.limit).await.map_err(refused)
         })
     }
 

@@ -22,7 +22,7 @@ use crate::services::auth::Caller;
 use crate::backends::Stream;
 use crate::store::jobs::{time_of, EventFilter, HistoryQuery, JobFilter};
 use crate::clock::now_us;
-use crate::services::jobs::{RuntimeError, MAX_PAGE};
+use crate::services::jobs::RuntimeError;
 use crate::state::AppState;
 
 /// Routes nested under `/api/v1`.
@@ -83,7 +83,7 @@ async fn list_jobs(State(state): State<AppState>, params: Params) -> Result<Resp
 /// `?queue=&state=a,b&label=K=V&submitter=&stage=&q=&since=&until=&cursor=&max_items=`,
 /// shared by the REST API and the dashboard.
 pub(crate) fn job_query(params: &Params) -> Result<(JobFilter, Option<i64>, i64), ApiError> {
-    let limit = page_size(params, 50)?;
+    let limit = params.page_size(50)?;
     let cursor = params.get_i64("cursor")?;
     let mut filter = JobFilter {
         queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),
@@ -108,14 +108,6 @@ pub(crate) fn job_query(params: &Params) -> Result<(JobFilter, Option<i64>, i64)
         filter.label = Some((k.to_string(), v.to_string()));
     }
     Ok((filter, cursor, limit))
-}
-
-fn page_size(params: &Params, default: i64) -> Result<i64, ApiError> {
-    let limit = params.get_i64("max_items")?.unwrap_or(default);
-    if !(1..=MAX_PAGE).contains(&limit) {
-        return Err(ApiError::bad_request(format!("max_items: must be between 1 and {MAX_PAGE}, got {limit}")));
-    }
-    Ok(limit)
 }
 
 /// An RFC 3339 time, or a duration ago (`90s`, `15m`, `2h`, `7d`), as microseconds.
@@ -278,7 +270,7 @@ async fn events(State(state): State<AppState>, params: Params) -> Result<Respons
 
 /// The events filter, cursor and page size, shared by the REST API and the dashboard.
 pub(crate) fn event_query(params: &Params) -> Result<(EventFilter, Option<i64>, i64), ApiError> {
-    let limit = page_size(params, 100)?;
+    let limit = params.page_size(100)?;
     let filter = EventFilter {
         kinds: params.get("kind").map(|k| k.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default(),
         queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),

@@ -20,9 +20,6 @@ use crate::engine::{self, Compiled};
 use crate::services::auth::{Caller, Denied};
 use crate::store::config::{ApplyMeta, ConfigStore, StoreError};
 
-/// Largest page of versions a caller may ask for.
-pub const MAX_PAGE: i64 = 1000;
-
 /// What the service refuses or fails at; mapped once to HTTP in `http::error`.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
@@ -196,10 +193,7 @@ impl ConfigService {
     /// A page of version summaries, newest first. `cursor` is a `next_cursor` from an
     /// earlier page.
     pub async fn list(&self, max_items: Option<i64>, cursor: Option<&str>) -> Result<VersionPage, ServiceError> {
-        let limit = max_items.unwrap_or(10);
-        if !(1..=MAX_PAGE).contains(&limit) {
-            return Err(ServiceError::BadRequest(format!("max_items: must be between 1 and {MAX_PAGE}, got {limit}")));
-        }
+        let limit = app::api::page_size(max_items, 10).map_err(ServiceError::BadRequest)?;
         let before = cursor.map(parse_cursor).transpose()?;
         let (versions, more) = self.store.list(before, limit).await?;
         let next_cursor = more.then(|| versions.last().map(|v| v.version.to_string())).flatten();

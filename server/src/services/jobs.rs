@@ -25,7 +25,7 @@ use crate::clock::{new_id, now_us, SystemClock};
 use crate::store::jobs::{self as store, EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
 
 use crate::services::auth::{AuditRecord, Caller};
-use crate::engine::{self, Compiled, Node};
+use crate::engine::{self, Compiled, InFlightLimit, Node};
 use crate::services::config::ConfigService;
 
 /// Refuses a working dir outside the allowed roots.
@@ -95,8 +95,8 @@ pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], mut req: JobRe
     let name = req.name.take().unwrap_or_else(|| request::default_name(&req.entrypoint));
     let priority = req.priority.unwrap_or(0);
     let mut row = JobRow { stage_id: stage.map(str::to_string), ..JobRow::submitted(new_id("j"), name, submitter.to_string(), req, priority, version, now) };
-    let routed = engine::route(&compiled, &row.spec.labels, row.spec.priority)
-        .and_then(|r| engine::check_submittable(&compiled, &nodes, &r.queue, &request).map(|()| r));
+    let routed = engine::route(compiled, &row.spec.labels, row.spec.priority)
+        .and_then(|r| engine::check_submittable(compiled, nodes, &r.queue, &request).map(|()| r));
     match routed {
         Ok(r) => {
             row.queue = Some(r.queue.to_string());
@@ -104,7 +104,7 @@ pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], mut req: JobRe
             row.priority = r.priority;
         }
         Err(rejection) => {
-            if let Ok(r) = engine::route(&compiled, &row.spec.labels, row.spec.priority) {
+            if let Ok(r) = engine::route(compiled, &row.spec.labels, row.spec.priority) {
                 row.queue = Some(r.queue.to_string());
                 row.rule_index = r.rule_index.map(|i| i as i64);
             }
@@ -135,8 +135,6 @@ impl std::fmt::Debug for Runtime {
     }
 }
 
-/// Largest page of jobs or events.
-pub const MAX_PAGE: i64 = 1000;
 
 impl Runtime {
     /// Recovers unfinished jobs and starts the admission loop on the current tokio runtime.
@@ -171,6 +169,11 @@ impl Runtime {
     /// The nodes every backend reported at the last snapshot (what a preview replays on).
     pub fn nodes_now(&self) -> Arc<Vec<Node>> {
         self.shared().2
+    }
+
+    /// The backends' in-flight caps (what a preview replays with).
+    pub fn limits(&self) -> Vec<InFlightLimit> {
+        self.backends.limits()
     }
 
     /// Checks, routes and stores one job; a refusal is stored too and returned as
@@ -325,7 +328,7 @@ impl Runtime {
             }
         }
         let filter = EventFilter { job_id: Some(id.to_string()), ..Default::default() };
-        job.history = self.store.events(&filter, None, MAX_PAGE).await?.0;
+        job.history = self.store.events(&filter, None, app::api::MAX_PAGE).await?.0;
         Ok(job)
     }
 

@@ -1,19 +1,11 @@
-//! Checks a job request at the edge: every field's bounds, with the field's name in the error.
+//! A job request at the edge: the shared field checks (`app::request`), its resources as the
+//! engine counts them, and where its working directory may be.
 
 use app::jobs::JobRequest;
 
 use crate::engine::{Milli, Name, Resources};
 
-/// Longest accepted name, label key or value, env var name.
-const MAX_NAME: usize = 256;
-/// Longest entrypoint or env var value.
-const MAX_TEXT: usize = 64 * 1024;
-/// Largest amount of one resource (a sanity bound, far above any machine).
-const MAX_AMOUNT: f64 = 1e9;
-/// Longest timeout: a year.
-const MAX_TIMEOUT_S: u64 = 366 * 24 * 3600;
-/// Most retries.
-pub const MAX_RETRIES: u32 = 100;
+pub use app::request::MAX_RETRIES;
 
 /// Ok when `dir` lies inside one of `roots` (all of them are allowed when `roots` is empty).
 /// Symbolic links and `..` are resolved first, so neither can lead out of a root.
@@ -46,65 +38,12 @@ fn lexically_normal(path: &std::path::Path) -> std::path::PathBuf {
     out
 }
 
-/// Checks `req` and returns its resources as the engine counts them, or `field: problem`.
+/// Checks `req` (the checks the submit page runs too, see `app::request`) and returns its
+/// resources as the engine counts them, or `field: problem`.
 pub fn check(req: &JobRequest) -> Result<Resources, String> {
-    if req.entrypoint.trim().is_empty() {
-        return Err("entrypoint: must not be empty".into());
-    }
-    text("entrypoint", &req.entrypoint, MAX_TEXT)?;
-    if let Some(name) = &req.name {
-        text("name", name, MAX_NAME)?;
-    }
-    for (k, v) in &req.labels {
-        if k.is_empty() {
-            return Err("labels: a label key must not be empty".into());
-        }
-        text(&format!("labels.{k}"), k, MAX_NAME)?;
-        text(&format!("labels.{k}"), v, MAX_NAME)?;
-    }
-    for (k, v) in &req.runtime_env.env_vars {
-        let path = format!("runtime_env.env_vars.{k}");
-        if k.is_empty() || k.contains('=') || k.contains('\0') || k.len() > MAX_NAME {
-            return Err(format!("{path}: not a valid environment variable name"));
-        }
-        text(&path, v, MAX_TEXT)?;
-    }
-    if let Some(dir) = &req.runtime_env.working_dir {
-        text("runtime_env.working_dir", dir, 4096)?;
-        if !dir.starts_with('/') {
-            return Err(format!("runtime_env.working_dir: must be an absolute path, got `{dir}`"));
-        }
-    }
-    if req.timeout_s > MAX_TIMEOUT_S {
-        return Err(format!("timeout_s: at most {MAX_TIMEOUT_S} (a year), got {}", req.timeout_s));
-    }
-    if req.max_retries > MAX_RETRIES {
-        return Err(format!("max_retries: at most {MAX_RETRIES}, got {}", req.max_retries));
-    }
-    for (i, out) in req.outputs.iter().enumerate() {
-        if out.is_empty() || out.starts_with('/') || out.split('/').any(|part| part == "..") {
-            return Err(format!("outputs[{i}]: must be a relative path inside the working directory, got `{out}`"));
-        }
-        text(&format!("outputs[{i}]"), out, 4096)?;
-    }
-    let mut pairs = Vec::new();
-    for (name, amount) in req.resources.iter() {
-        let path = match name {
-            "cpu" | "gpu" | "memory_gb" => format!("resources.{name}"),
-            _ => format!("resources.custom.{name}"),
-        };
-        if name.is_empty() || name.len() > MAX_NAME {
-            return Err("resources.custom: a resource name must be 1 to 256 characters".into());
-        }
-        if !amount.is_finite() || amount < 0.0 {
-            return Err(format!("{path}: must be a number ≥ 0, got {amount}"));
-        }
-        if amount > MAX_AMOUNT {
-            return Err(format!("{path}: at most {MAX_AMOUNT}, got {amount}"));
-        }
-        pairs.push((shared_name(name), Milli::from_f64(amount).unwrap_or(Milli::ZERO)));
-    }
-    Ok(Resources::new(pairs))
+    app::request::check(req).map_err(|p| p.to_string())?;
+    let pairs = req.resources.iter().map(|(name, amount)| (shared_name(name), Milli::from_f64(amount).unwrap_or(Milli::ZERO)));
+    Ok(Resources::new(pairs.collect::<Vec<(Name, Milli)>>()))
 }
 
 /// A resource's name; the standard ones are one allocation shared by every request, which
@@ -113,16 +52,6 @@ fn shared_name(name: &str) -> Name {
     static STANDARD: std::sync::OnceLock<[Name; 3]> = std::sync::OnceLock::new();
     let standard = STANDARD.get_or_init(|| ["cpu".into(), "gpu".into(), "memory_gb".into()]);
     standard.iter().find(|n| &***n == name).cloned().unwrap_or_else(|| name.into())
-}
-
-fn text(path: &str, s: &str, max: usize) -> Result<(), String> {
-    if s.contains('\0') {
-        return Err(format!("{path}: must not contain a NUL character"));
-    }
-    if s.len() > max {
-        return Err(format!("{path}: at most {max} bytes, got {}", s.len()));
-    }
-    Ok(())
 }
 
 /// The name shown when a request gives none: the entrypoint's first word, without its path.
@@ -138,26 +67,6 @@ mod tests {
 
     fn req(entry: &str) -> JobRequest {
         JobRequest { entrypoint: entry.into(), ..Default::default() }
-    }
-
-    #[test]
-    fn errors_name_the_field() {
-        let mut r = req("true");
-        r.resources.cpu = Some(-1.0);
-        assert_eq!(check(&r).unwrap_err(), "resources.cpu: must be a number ≥ 0, got -1");
-        let mut r = req("true");
-        r.resources.custom.insert("tpu".into(), f64::NAN);
-        assert!(check(&r).unwrap_err().starts_with("resources.custom.tpu:"));
-        assert_eq!(check(&req("  ")).unwrap_err(), "entrypoint: must not be empty");
-        let mut r = req("true");
-        r.runtime_env.working_dir = Some("rel/dir".into());
-        assert!(check(&r).unwrap_err().starts_with("runtime_env.working_dir:"));
-        let mut r = req("true");
-        r.outputs = vec!["../etc/passwd".into()];
-        assert!(check(&r).unwrap_err().starts_with("outputs[0]:"));
-        let mut r = req("true");
-        r.max_retries = 1000;
-        assert!(check(&r).unwrap_err().starts_with("max_retries:"));
     }
 
     #[test]

@@ -56,7 +56,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream};
+use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartJournal, StartSpec, Stream, Traits};
 use crate::engine::{Labels, Milli, Node, Resources};
 
 /// How often logs are checked against their bound and an adopted run is looked at.
@@ -403,15 +403,17 @@ impl Backend for LocalBackend {
     }
 
     /// The start is synchronous: a spawn and a few file operations.
-    fn starts_at_once(&self) -> bool {
-        true
+    fn traits(&self) -> Traits {
+        Traits { starts_at_once: true, ..Traits::default() }
     }
 
     /// The journal has a run's pid line before the loop hears of the start.
-    fn records_starts(&self) -> bool {
-        true
+    fn journal(&self) -> Option<&dyn StartJournal> {
+        Some(self)
     }
+}
 
+impl StartJournal for LocalBackend {
     fn begun_runs(&self) -> Vec<RunId> {
         self.journal.begun().iter().filter_map(|key| RunId::from_key(key)).collect()
     }

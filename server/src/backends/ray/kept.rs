@@ -58,39 +58,6 @@ pub(super) fn log(root: &Path, key: &str, tail_bytes: Option<u64>) -> Option<Vec
     Some(tail_bytes.map_or(log.as_slice(), |t| tail(&log, t)).to_vec())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_saved_run_gives_back_its_log_and_record() {
-        let root = std::env::temp_dir().join(format!("berth-kept-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
-        assert_eq!(record(&root, "j-1-r1"), None);
-        assert_eq!(log(&root, "j-1-r1", None), None);
-        let rec = json!({"status": "SUCCEEDED", "end_time": 5});
-        save(&root, "j-1-r1", b"hello\nworld\n", &rec).unwrap();
-        assert_eq!(record(&root, "j-1-r1"), Some(rec));
-        assert_eq!(log(&root, "j-1-r1", None).as_deref(), Some(&b"hello\nworld\n"[..]));
-        assert_eq!(log(&root, "j-1-r1", Some(6)).as_deref(), Some(&b"world\n"[..]));
-        // A log without its record is an interrupted save: not a copy to trust.
-        std::fs::remove_file(root.join("runs/j-1-r1/ray.json")).unwrap();
-        assert_eq!(log(&root, "j-1-r1", None), None);
-        // A record that is not JSON is no record.
-        std::fs::write(root.join("runs/j-1-r1/ray.json"), "{not json").unwrap();
-        assert_eq!(record(&root, "j-1-r1"), None);
-        let _ = std::fs::remove_dir_all(&root);
-    }
-
-    #[test]
-    fn tails_are_bounded() {
-        assert_eq!(tail(b"abcdef", 2), b"ef");
-        assert_eq!(tail(b"abc", 10), b"abc");
-        assert_eq!(tail(b"abc", 0), b"");
-    }
-}
-
 impl RayBackend {
     /// The saved log of an ended run, if it was saved.
     pub(super) async fn kept_log(&self, key: &str, tail: Option<u64>) -> Option<Vec<u8>> {
@@ -151,5 +118,38 @@ impl RayBackend {
                 Err(f) => tracing::warn!(run = %w.key, error = %self.describe(&f), "cannot delete an ended run from Ray (its copy is saved); leaving it there"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_saved_run_gives_back_its_log_and_record() {
+        let root = std::env::temp_dir().join(format!("berth-kept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        assert_eq!(record(&root, "j-1-r1"), None);
+        assert_eq!(log(&root, "j-1-r1", None), None);
+        let rec = json!({"status": "SUCCEEDED", "end_time": 5});
+        save(&root, "j-1-r1", b"hello\nworld\n", &rec).unwrap();
+        assert_eq!(record(&root, "j-1-r1"), Some(rec));
+        assert_eq!(log(&root, "j-1-r1", None).as_deref(), Some(&b"hello\nworld\n"[..]));
+        assert_eq!(log(&root, "j-1-r1", Some(6)).as_deref(), Some(&b"world\n"[..]));
+        // A log without its record is an interrupted save: not a copy to trust.
+        std::fs::remove_file(root.join("runs/j-1-r1/ray.json")).unwrap();
+        assert_eq!(log(&root, "j-1-r1", None), None);
+        // A record that is not JSON is no record.
+        std::fs::write(root.join("runs/j-1-r1/ray.json"), "{not json").unwrap();
+        assert_eq!(record(&root, "j-1-r1"), None);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn tails_are_bounded() {
+        assert_eq!(tail(b"abcdef", 2), b"ef");
+        assert_eq!(tail(b"abc", 10), b"abc");
+        assert_eq!(tail(b"abc", 0), b"");
     }
 }

@@ -48,7 +48,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Reported, RunId, StartSpec, Stream};
+use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Reported, RunId, StartSpec, Stream, Traits};
 use crate::clock::now_us;
 use crate::engine::{Labels, Milli, Name, Node, Resources};
 use usage::{Ledger, Report};
@@ -546,7 +546,7 @@ impl Backend for RayBackend {
         Box::pin(async move { self.fetch_logs(&run, stream, tail_bytes).await })
     }
 
-    fn max_in_flight(&self) -> Option<usize> {
-        Some(self.cfg.max_in_flight)
+    fn traits(&self) -> Traits {
+        Traits { max_in_flight: Some(self.cfg.max_in_flight), ..Traits::default() }
     }
 }

@@ -26,7 +26,7 @@ use super::compile::Compiled;
 use super::cycle::schedule;
 use super::resources::{Milli, Name, Resources};
 use super::route::{check_submittable, route};
-use super::snapshot::{FlavorAssignment, Node, PendingJob, RunningJob, Snapshot};
+use super::snapshot::{FlavorAssignment, InFlightLimit, Node, PendingJob, RunningJob, Snapshot};
 
 /// How a simulated job enters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,11 +96,13 @@ pub struct Options {
     /// cycle per tick instead of one per event, so a day of jobs replays in seconds; an
     /// admission then happens up to one tick later than with exact event times.
     pub resolution_ms: i64,
+    /// The backends' in-flight caps, as the admission loop applies them.
+    pub limits: Vec<InFlightLimit>,
 }
 
 impl Default for Options {
     fn default() -> Options {
-        Options { until_ms: None, max_cycles_per_instant: 16, start_ms: None, gate: true, resolution_ms: 0 }
+        Options { until_ms: None, max_cycles_per_instant: 16, start_ms: None, gate: true, resolution_ms: 0, limits: Vec::new() }
     }
 }
 
@@ -245,7 +247,7 @@ pub fn run_with(
             next += 1;
         }
         for _ in 0..opts.max_cycles_per_instant.max(1) {
-            if !sim.cycle(config, nodes, now) {
+            if !sim.cycle(config, nodes, &opts.limits, now) {
                 break;
             }
         }
@@ -435,7 +437,7 @@ impl<'a> Sim<'a> {
     }
 
     /// One cycle at `now`; true when it preempted (so another cycle should run).
-    fn cycle(&mut self, config: &Compiled, nodes: &[Node], now: i64) -> bool {
+    fn cycle(&mut self, config: &Compiled, nodes: &[Node], limits: &[InFlightLimit], now: i64) -> bool {
         if let Some(gate) = &mut self.gate {
             gate.unpark(config, &mut self.pending);
             gate.park(config, &mut self.pending);
@@ -443,7 +445,7 @@ impl<'a> Sim<'a> {
         if self.pending.is_empty() {
             return false;
         }
-        let snap = Snapshot { now_ms: now, config, nodes, running: &self.running, pending: &self.pending };
+        let snap = Snapshot { now_ms: now, config, nodes, running: &self.running, pending: &self.pending, limits };
         let plan = schedule(&snap);
         self.report.cycles += 1;
         self.report.decisions += self.pending.len() as u64;

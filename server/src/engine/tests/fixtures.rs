@@ -282,7 +282,7 @@ pub struct Case {
 pub fn check(cases: Vec<Case>) {
     let mut failed = Vec::new();
     for c in &cases {
-        let snap = Snapshot { now_ms: 0, config: &c.config, nodes: &c.nodes, running: &c.running, pending: &c.pending };
+        let snap = Snapshot { now_ms: 0, config: &c.config, nodes: &c.nodes, running: &c.running, pending: &c.pending, limits: &[] };
         let mut got = schedule(&snap);
         got.pending.iter_mut().for_each(|p| p.no_room = false);
         if got != c.want {

@@ -11,4 +11,5 @@ mod route;
 mod schedule;
 mod preempt;
 mod quick;
+mod in_flight;
 mod sim;

@@ -195,7 +195,7 @@ proptest! {
     #[test]
     fn plans_keep_every_invariant(w in world()) {
         let (config, nodes, running, pending) = build(&w);
-        let snap = Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending };
+        let snap = Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending, limits: &[] };
         let plan = schedule(&snap);
 
         // Same snapshot, same plan — also with every input list reversed.
@@ -204,7 +204,7 @@ proptest! {
         n2.reverse();
         r2.reverse();
         p2.reverse();
-        let reversed = Snapshot { now_ms: 7, config: &config, nodes: &n2, running: &r2, pending: &p2 };
+        let reversed = Snapshot { now_ms: 7, config: &config, nodes: &n2, running: &r2, pending: &p2, limits: &[] };
         prop_assert_eq!(&plan, &schedule(&reversed));
 
         let admitted: BTreeSet<&str> = plan.admissions.iter().map(|a| &*a.job).collect();
@@ -282,32 +282,6 @@ proptest! {
     }
 }
 
-/// The offer of a quick cycle that keeps the first `k` jobs of each fifo queue (as the
-/// admission loop does with more): the offered jobs and the cuts.
-fn quick_offer<'a>(config: &Compiled, pending: &'a [PendingJob], k: usize) -> (Vec<PendingJob>, Vec<quick::Cut<'a>>) {
-    let mut by_queue: BTreeMap<&str, Vec<&PendingJob>> = BTreeMap::new();
-    for p in pending {
-        by_queue.entry(&p.queue).or_default().push(p);
-    }
-    let (mut offered, mut cuts) = (Vec::new(), Vec::new());
-    for (queue, mut jobs) in by_queue {
-        match config.fifo_strategy(queue) {
-            Some(strategy) if jobs.len() > k => {
-                jobs.sort_by_key(|p| (quick::fifo_rank(p.priority, p.enqueued_at_ms, &p.id), p.id.clone()));
-                let rest = jobs.split_off(k);
-                offered.extend(jobs.iter().map(|p| (*p).clone()));
-                cuts.push(quick::Cut {
-                    strict: strategy == policy::QueueingStrategy::StrictFifo,
-                    offered: jobs.iter().map(|p| (&*p.id, &p.request)).collect(),
-                    rest: rest.iter().map(|p| &p.request).collect(),
-                });
-            }
-            _ => offered.extend(jobs.into_iter().cloned()),
-        }
-    }
-    (offered, cuts)
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
@@ -316,9 +290,10 @@ proptest! {
     #[test]
     fn an_exact_quick_plan_is_the_full_plan(w in world(), k in 1usize..=3) {
         let (config, nodes, running, pending) = build(&w);
-        let full = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending });
-        let (offered, cuts) = quick_offer(&config, &pending, k);
-        let plan = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &offered });
+        let full = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending, limits: &[] });
+        let split = quick::offer(&config, &pending, k);
+        let (offered, cuts): (Vec<PendingJob>, _) = (split.offered.into_iter().cloned().collect(), split.cuts);
+        let plan = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &offered, limits: &[] });
         if !cuts.is_empty() && quick::exact(&cuts, &plan) {
             prop_assert_eq!(&plan.admissions, &full.admissions);
             prop_assert_eq!(&plan.preemptions, &full.preemptions);

@@ -28,7 +28,7 @@ fn cut(pending: &[PendingJob], k: usize, strict: bool) -> Cut<'_> {
 }
 
 fn plan_of(config: &Compiled, nodes: &[Node], running: &[RunningJob], pending: &[PendingJob]) -> Plan {
-    schedule(&Snapshot { now_ms: 0, config, nodes, running, pending })
+    schedule(&Snapshot { now_ms: 0, config, nodes, running, pending, limits: &[] })
 }
 
 fn runner(id: &str, cpu: i64) -> RunningJob {

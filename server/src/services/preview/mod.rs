@@ -33,7 +33,7 @@ use app::config::{Problem, Report, SchedulerConfig};
 use app::preview::PreviewReport;
 
 use crate::engine::sim::{self, Cancelled};
-use crate::engine::{self, Compiled, Node};
+use crate::engine::{self, Compiled, InFlightLimit, Node};
 use crate::store::jobs::{time_of, JobStore, JobStoreError};
 use crate::services::config::{ConfigService, ServiceError};
 
@@ -83,18 +83,25 @@ impl Control {
     }
 }
 
-/// What a preview reads: the config service, the job store and the nodes now.
+/// What a preview reads: the config service, the job store, the nodes now and the
+/// backends' in-flight caps.
 #[derive(Debug, Clone)]
 pub struct Sources {
     pub config: Arc<ConfigService>,
     pub store: JobStore,
     pub nodes: Arc<Vec<Node>>,
+    pub limits: Arc<Vec<InFlightLimit>>,
 }
 
 impl Sources {
     /// What the running server offers.
     pub fn of(state: &crate::state::AppState) -> Sources {
-        Sources { config: state.config.clone(), store: state.runtime.store().clone(), nodes: state.runtime.nodes_now() }
+        Sources {
+            config: state.config.clone(),
+            store: state.runtime.store().clone(),
+            nodes: state.runtime.nodes_now(),
+            limits: Arc::new(state.runtime.limits()),
+        }
     }
 }
 
@@ -180,23 +187,23 @@ pub async fn preview(src: &Sources, draft: &SchedulerConfig, span: Span, now_us:
     if control.is_cancelled() {
         return Err(PreviewError::Cancelled);
     }
-    let nodes = src.nodes.clone();
+    let (nodes, limits) = (src.nodes.clone(), src.limits.clone());
     let version = in_force.version;
     // 3–4. Replay and report, off the async threads: CPU-bound work.
     let job = tokio::task::spawn_blocking(move || {
         // The past is replayed on the nodes' capacity, not on what others use there today.
         let whole: Vec<Node> = nodes.iter().map(|n| Node { used_outside: Default::default(), ..n.clone() }).collect();
-        let (a, d) = replay(&workload, &active_c, &draft_c, identical, &whole, span, &control)?;
+        let (a, d) = replay(&workload, &active_c, &draft_c, identical, (&whole, &limits), span, &control)?;
         let queues = report::queues(&workload, &a, &d, &active_c, &draft_c, span);
         let (usage, usage_step_s) = report::usage(&a, &d, span);
         let (change_counts, changes, changes_truncated) = report::changes(&workload, &a, &d, span);
         let fidelity = report::fidelity(&workload, &a, version);
-        let now = now::impact(&live, &active_c, &draft_c, &nodes, now_us);
+        let now = now::impact(&live, &active_c, &draft_c, (&nodes, &limits), now_us);
         let mut notes = vec![format!(
             "Node capacity: the {} node(s) the backends report now; capacity history is not recorded.",
             nodes.len()
         )];
-        notes.push("Not replayed: stage concurrency limits, backend in-flight caps, retries of failed runs, the loop's own latency.".into());
+        notes.push("Not replayed: stage concurrency limits, retries of failed runs, the loop's own latency.".into());
         if workload.estimated_runtimes > 0 {
             notes.push(format!(
                 "{} job(s) have no recorded runtime (never ran, or still running): estimated from finished jobs with the same labels.",
@@ -257,11 +264,16 @@ fn replay(
     active: &Compiled,
     draft: &Compiled,
     identical: bool,
-    nodes: &[Node],
+    (nodes, limits): (&[Node], &[InFlightLimit]),
     span: Span,
     control: &Control,
 ) -> Result<(sim::Report, sim::Report), PreviewError> {
-    let opts = sim::Options { start_ms: Some(span.from_us / 1000), resolution_ms: resolution_ms(w, span), ..sim::Options::default() };
+    let opts = sim::Options {
+        start_ms: Some(span.from_us / 1000),
+        resolution_ms: resolution_ms(w, span),
+        limits: limits.to_vec(),
+        ..sim::Options::default()
+    };
     let sides = if identical { 1 } else { 2 };
     control.total.store(w.arrivals.len() as u64 * sides, Ordering::Relaxed);
     let run = |c: &Compiled| {

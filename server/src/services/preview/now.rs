@@ -11,48 +11,31 @@ use std::collections::BTreeMap;
 use app::jobs::JobState;
 use app::preview::{NowImpact, NowJob, NowPreemption, OverQuota};
 
-use crate::engine::{self, Compiled, FlavorAssignment, Milli, Name, Node, PendingJob, RunningJob, Snapshot};
-use crate::services::request;
+use crate::admission::Live;
+use crate::engine::{self, Compiled, InFlightLimit, Milli, Name, Node, PendingJob, RunningJob, Snapshot};
 use crate::store::jobs::JobRow;
 
 /// What applying `draft` now would do, next to what `active` does at the same moment.
-pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, nodes: &[Node], now_us: i64) -> NowImpact {
-    let mut running = Vec::new();
-    let mut rows_running = Vec::new();
-    for row in live.iter().filter(|r| r.state.holds_quota()) {
-        let Ok(request) = request::check(&row.spec) else { continue };
-        running.push(RunningJob {
-            id: row.id.as_str().into(),
-            queue: row.queue.as_deref().unwrap_or_default().into(),
-            priority: row.priority,
-            request,
-            flavors: row
-                .flavors
-                .iter()
-                .map(FlavorAssignment::from)
-                .collect(),
-            node: row.node.as_deref().unwrap_or_default().into(),
-            started_at_ms: row.admitted_at_us.unwrap_or(now_us) / 1000,
-        });
-        rows_running.push(row);
-    }
-    let waiting: Vec<&JobRow> = live.iter().filter(|r| r.state == JobState::Pending).collect();
+pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, (nodes, limits): (&[Node], &[InFlightLimit]), now_us: i64) -> NowImpact {
+    // The loop's own view of each job (see `admission::Live`), so both decide alike.
+    let lives: Vec<Live> = live.iter().map(|row| Live::from_row(row.clone(), active)).collect();
+    let holding: Vec<&Live> = lives.iter().filter(|l| l.row.state.holds_quota()).collect();
+    let running: Vec<RunningJob> = holding.iter().map(|l| l.running_job()).collect();
+    let waiting: Vec<&Live> = lives.iter().filter(|l| l.row.state == JobState::Pending).collect();
+    // Waiting jobs are routed again by whichever config is in force, as an apply does.
     let pending_under = |c: &Compiled| -> Vec<PendingJob> {
         waiting
             .iter()
-            .filter_map(|row| {
-                let request = request::check(&row.spec).ok()?;
-                let (queue, priority) = match engine::route(c, &row.spec.labels, row.spec.priority) {
-                    Ok(r) => (r.queue, r.priority),
-                    Err(_) => (Name::from(row.queue.as_deref().unwrap_or_default()), row.priority),
-                };
-                Some(PendingJob { id: row.id.as_str().into(), queue, priority, request, enqueued_at_ms: row.enqueued_at_us / 1000 })
+            .map(|l| {
+                let mut l = (*l).clone();
+                let _ = l.reroute(c);
+                l.pending_job()
             })
             .collect()
     };
     let now_ms = now_us / 1000;
     let plan = |c: &Compiled, pending: &[PendingJob]| {
-        engine::schedule(&Snapshot { now_ms, config: c, nodes, running: &running, pending })
+        engine::schedule(&Snapshot { now_ms, config: c, nodes, running: &running, pending, limits })
     };
     let (pa, pd) = (pending_under(active), pending_under(draft));
     let (plan_a, plan_d) = (plan(active, &pa), plan(draft, &pd));
@@ -72,8 +55,8 @@ pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, nodes: &[Nod
         }
     }
     out.over_quota = over_quota(&running, active, draft);
-    for (job, row) in running.iter().zip(&rows_running) {
-        let what = match engine::route(draft, &row.spec.labels, row.spec.priority) {
+    for (job, l) in running.iter().zip(&holding) {
+        let what = match engine::route(draft, &l.row.spec.labels, l.row.spec.priority) {
             Err(e) => format!("the draft would reject it ({e}); it keeps running in {}", job.queue),
             Ok(r) if r.queue != job.queue => format!("the draft routes it to {}; it keeps running, charged to {}", r.queue, job.queue),
             Ok(_) if !draft.queue_ids.contains_key(&job.queue) => {
