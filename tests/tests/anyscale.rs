@@ -215,14 +215,16 @@ async fn the_sdk_and_the_cli_manage_config_versions(backend: Backend) {
     assert_eq!(error_of(&sdk.sdk(&["get", "999"]).await, "ValueError"), "config version 999 does not exist");
     assert_eq!(error_of(&sdk.sdk(&["rollback", "999"]).await, "ValueError"), "config version 999 does not exist");
     let bad = berth.file("bad.yaml", "resource_queues:\n  - name: q\nscheduling_rules:\n  - resource_queue: nowhere\n");
+    let ghost = berth.file("ghost.yaml", "resource_queues:\n  - name: q\n    resource_groups:\n      - covered_resources: [gpu]\n        flavors: [{name: ghost}]\n");
     for (args, says) in [
         (vec!["scheduler", "config", "apply", "-f", bad.as_str(), "-y"], "no queue named `nowhere` is defined"),
+        (vec!["scheduler", "config", "apply", "-f", ghost.as_str(), "-y"], "no flavor named `ghost` is defined"),
         (vec!["scheduler", "config", "get", "--version", "999"], "config version 999 does not exist"),
         (vec!["scheduler", "config", "rollback", "--version", "999", "-y"], "config version 999 does not exist"),
     ] {
         let cli = sdk.cli(&args).await;
         assert_eq!(cli.code, 1, "{args:?}: {cli:?}");
-        assert!(cli.stderr.contains(&format!("Error: ")) && cli.stderr.contains(says), "{args:?}: {cli:?}");
+        assert!(cli.stderr.contains("Error: ") && cli.stderr.contains(says), "{args:?}: {cli:?}");
     }
     assert_eq!(active_version(&berth).await, 60, "nothing refused was stored");
 

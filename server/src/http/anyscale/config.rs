@@ -3,7 +3,7 @@
 //! Anyscale envelope; `message` and `expected_active_version` are still accepted in the
 //! apply and rollback bodies (the SDK sends neither).
 
-use app::config::parse::{from_json_value, parse_auto};
+use app::api::{ApplyResponse, ConfigVersion, VersionSummary};
 use app::config::validate::validate as check;
 use app::config::{Problem, SchedulerConfig};
 use axum::extract::State;
@@ -16,11 +16,11 @@ use super::{One, Page};
 use crate::http::body::{parse_i64, PathText, RawBody};
 use crate::http::config::{read_apply_body, read_rollback_body};
 use crate::http::error::ApiError;
+use crate::http::preview::config_field;
 use crate::services::auth::Caller;
 use crate::services::config::ServiceError;
 use crate::state::AppState;
 use crate::store::config::ApplyMeta;
-use app::api::{ApplyResponse, ConfigVersion, VersionSummary};
 
 /// Most versions per page, as the Anyscale API allows.
 pub const MAX_VERSIONS_PAGE: i64 = 50;
@@ -108,9 +108,7 @@ pub fn read_request(body: &RawBody, what: &str, others: &[&str]) -> Result<(Sche
     }
     let config = match fields.remove("config") {
         None | Some(Value::Null) => return Err(ApiError::bad_request("config: required (the scheduler config)")),
-        Some(Value::String(text)) => parse_auto(&text).map_err(ApiError::invalid_config)?,
-        Some(v @ Value::Object(_)) => from_json_value(&v).map_err(ApiError::invalid_config)?,
-        Some(other) => return Err(ApiError::bad_request(format!("config: must be a config object or its YAML/JSON text, got {other}"))),
+        Some(v) => config_field(&v)?,
     };
     Ok((config, fields))
 }
