@@ -481,9 +481,12 @@ async fn events_match_v1(berth: &Berth, client: &Anyscale<'_>, [r1, b1]: [&Strin
     let (_, r1_v1) = berth.get(&format!("/api/v1/jobs/{r1}")).await;
     assert_eq!(ids(&results(6)), v1_ids(r1_v1["history"].as_array().unwrap()));
     assert!(results(6).iter().all(|r| r["user_id"] == "ann" && r["user_email"] == "ann@berth.local" && r["workload_type"] == "JOB"));
-    // ann submitted every job: every job event is hers; the config's is the admin's.
+    // ann submitted every job: every job event is hers; the configs' are the admin's.
     let anns = results(7);
     assert_eq!(anns.len(), all_v1.iter().filter(|e| e["job_id"].is_string()).count());
+    let admins = client.client(json!([["events", {"user_id": "admin", "count": 100}]])).await;
+    let admins = admins[0]["ok"]["results"].as_array().unwrap().clone();
+    assert_eq!(ids(&admins), v1_ids(&all_v1.iter().filter(|e| e["kind"] == "config_applied" && e["config_version"] != 1).cloned().collect::<Vec<_>>()));
     let on_local = results(8);
     let v1_on_local: Vec<&Value> = all_v1.iter().filter(|e| e["flavor"] == "local").collect();
     assert_eq!(on_local.len(), v1_on_local.len());

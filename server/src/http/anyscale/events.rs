@@ -136,7 +136,7 @@ fn filter(query: &Query) -> Result<Option<EventFilter>, ApiError> {
     f.flavors = query.all("flavor_name").into_iter().map(str::to_string).collect();
     f.backend = query.one("cloud_id")?.map(str::to_string);
     f.job_id = query.one("cluster_id")?.map(str::to_string);
-    f.submitter = query.one("user_id")?.map(str::to_string);
+    f.user = query.one("user_id")?.map(str::to_string);
     if let Some(id) = query.one("search_id")? {
         if let Some(seq) = id.strip_prefix("ev-") {
             f.seq = Some(seq.parse().map_err(|_| ApiError::bad_request(format!("search_id: `{id}` is not an event id (ev-<number>)")))?);
@@ -146,10 +146,10 @@ fn filter(query: &Query) -> Result<Option<EventFilter>, ApiError> {
             }
             f.job_id = Some(id.to_string());
         } else {
-            if f.submitter.as_deref().is_some_and(|u| u != id) {
+            if f.user.as_deref().is_some_and(|u| u != id) {
                 return Ok(None);
             }
-            f.submitter = Some(id.to_string());
+            f.user = Some(id.to_string());
         }
     }
     f.since_us = query.time("start_time")?;
@@ -273,7 +273,7 @@ mod tests {
     fn search_ids_are_read_by_prefix_and_the_end_is_inclusive() {
         assert_eq!(filter_of("search_id=ev-42").unwrap().seq, Some(42));
         assert_eq!(filter_of("search_id=j-abc").unwrap().job_id.as_deref(), Some("j-abc"));
-        assert_eq!(filter_of("search_id=ann").unwrap().submitter.as_deref(), Some("ann"));
+        assert_eq!(filter_of("search_id=ann").unwrap().user.as_deref(), Some("ann"));
         assert!(filter_of("search_id=j-abc&cluster_id=j-other").is_none());
         let f = filter_of("end_time=2026-01-01T00:00:00%2B00:00&queue_name=a&queue_name=b&flavor_name=spot").unwrap();
         assert_eq!(f.until_us, Some(chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap().timestamp_micros() + 1));

@@ -183,8 +183,8 @@ pub struct EventFilter {
     pub flavors: Vec<String>,
     /// Events of jobs that were last placed on this backend.
     pub backend: Option<String>,
-    /// Events of jobs this user submitted.
-    pub submitter: Option<String>,
+    /// Events of jobs this user submitted, and of config versions they applied.
+    pub user: Option<String>,
     /// The one event with this `seq`.
     pub seq: Option<i64>,
     pub job_id: Option<String>,
@@ -528,8 +528,9 @@ impl JobStore {
         if let Some(b) = &filter.backend {
             sql.push(" AND job_id IN (SELECT id FROM jobs WHERE backend = ?)", Bind::S(b.clone()));
         }
-        if let Some(u) = &filter.submitter {
-            sql.push(" AND job_id IN (SELECT id FROM jobs WHERE submitter = ?)", Bind::S(u.clone()));
+        if let Some(u) = &filter.user {
+            sql.push(" AND (job_id IN (SELECT id FROM jobs WHERE submitter = ?)", Bind::S(u.clone()));
+            sql.push(" OR (kind = 'config_applied' AND config_version IN (SELECT version FROM config_versions WHERE creator_id = ?)))", Bind::S(u.clone()));
         }
         if let Some(seq) = filter.seq {
             sql.push(" AND seq = ?", Bind::I(seq));

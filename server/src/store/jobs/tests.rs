@@ -145,7 +145,7 @@ async fn events_filter_by_queues_flavors_owners_and_outcome() {
     assert_eq!(messages(failed).await, ["b exited with code 1"]);
     let succeeded_or_submitted = EventFilter { kinds: vec!["submitted".into()], finished_succeeded: Some(true), ..Default::default() };
     assert_eq!(messages(succeeded_or_submitted).await, ["a succeeded", "b submitted"]);
-    let bobs = EventFilter { submitter: Some("bob".into()), kinds: vec!["admitted".into()], ..Default::default() };
+    let bobs = EventFilter { user: Some("bob".into()), kinds: vec!["admitted".into()], ..Default::default() };
     assert_eq!(messages(bobs).await, ["b admitted"]);
     let on_ray = EventFilter { backend: Some("ray".into()), ..Default::default() };
     assert_eq!(messages(on_ray).await.len(), 2);
