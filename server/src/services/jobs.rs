@@ -24,7 +24,8 @@ use crate::backends::{self as backend, local, Registry, RunId, Stream};
 use crate::clock::{new_id, now_us, SystemClock};
 use crate::store::jobs::{self as store, EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
 
-use crate::services::auth::{AuditRecord, Caller};
+use crate::services::auth::Caller;
+use crate::store::auth::AuditRecord;
 use crate::engine::{self, Compiled, InFlightLimit, Node};
 use crate::services::config::ConfigService;
 
@@ -301,7 +302,7 @@ impl Runtime {
     async fn audit(&self, record: AuditRecord<'_>) {
         let written = async {
             let mut conn = self.store.pool().acquire().await?;
-            crate::services::auth::write_audit(&mut conn, &record).await
+            crate::store::auth::write_audit(&mut conn, &record).await
         };
         if let Err(e) = written.await {
             tracing::error!(error = %e, action = record.action, target = record.target, "cannot write the audit log");
