@@ -21,6 +21,9 @@ use crate::http::error::ApiError;
 use crate::state::AppState;
 use crate::store::jobs::EventFilter;
 
+/// Most values one list filter may have.
+const MAX_VALUES: usize = 100;
+
 /// A class of Berth event: its kind and, for `finished`, whether the run succeeded.
 type Class = (&'static str, Option<bool>);
 
@@ -104,8 +107,8 @@ pub struct Record {
 /// What the request asks for, as the store's filter; `None` when nothing can match.
 fn filter(query: &Query) -> Result<Option<EventFilter>, ApiError> {
     let mut f = EventFilter { newest_first: query.bool("order_desc", true)?, ..EventFilter::default() };
-    let types = query.all("event_type");
-    let levels = query.all("level");
+    let types = query.list("event_type", MAX_VALUES)?;
+    let levels = query.list("level", MAX_VALUES)?;
     for (name, given, known) in [("event_type", &types, &EVENT_TYPES[..]), ("level", &levels, &LEVELS[..])] {
         if let Some(bad) = given.iter().find(|v| !known.contains(v)) {
             return Err(ApiError::bad_request(format!("{name}: `{bad}` is not one of {}", known.join(", "))));
@@ -132,8 +135,8 @@ fn filter(query: &Query) -> Result<Option<EventFilter>, ApiError> {
     if query.one("project_id")?.is_some() || query.one("cloud_resource_id")?.is_some() {
         return Ok(None);
     }
-    f.queues = query.all("queue_name").into_iter().map(str::to_string).collect();
-    f.flavors = query.all("flavor_name").into_iter().map(str::to_string).collect();
+    f.queues = query.list("queue_name", MAX_VALUES)?.into_iter().map(str::to_string).collect();
+    f.flavors = query.list("flavor_name", MAX_VALUES)?.into_iter().map(str::to_string).collect();
     f.backend = query.one("cloud_id")?.map(str::to_string);
     f.job_id = query.one("cluster_id")?.map(str::to_string);
     f.user = query.one("user_id")?.map(str::to_string);
@@ -265,6 +268,8 @@ mod tests {
         assert!(filter_of("level=DEBUG").is_none());
         assert!(filter_of("project_id=prj_1").is_none());
         assert!(filter_of("").unwrap().newest_first, "newest first by default");
+        let many = vec!["queue_name=q"; 101].join("&");
+        assert_eq!(filter(&Query::parse(&many).unwrap()).unwrap_err().message, "queue_name: at most 100 values, got 101");
         let bad = filter(&Query::parse("event_type=NOPE").unwrap()).unwrap_err();
         assert!(bad.message.starts_with("event_type: `NOPE` is not one of CONFIG_UPDATED"), "{}", bad.message);
     }

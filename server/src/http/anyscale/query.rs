@@ -37,6 +37,16 @@ impl Query {
         self.0.iter().filter(|(k, v)| k == name && !v.is_empty()).map(|(_, v)| v.as_str()).collect()
     }
 
+    /// Every value of list parameter `name`, at most `max` of them (each becomes a term of
+    /// a database query, whose size is bounded).
+    pub fn list(&self, name: &str, max: usize) -> Result<Vec<&str>, ApiError> {
+        let values = self.all(name);
+        if values.len() > max {
+            return Err(ApiError::bad_request(format!("{name}: at most {max} values, got {}", values.len())));
+        }
+        Ok(values)
+    }
+
     /// The value of a single-valued parameter; given twice is an error.
     pub fn one(&self, name: &str) -> Result<Option<&str>, ApiError> {
         match self.all(name).as_slice() {
@@ -95,6 +105,8 @@ mod tests {
     fn repeated_keys_python_booleans_and_iso_times_are_read() {
         let q = Query::parse("event_type=A&event_type=B&order_desc=False&count=20&start_time=2026-01-02T03%3A04%3A05%2B00%3A00&empty=").unwrap();
         assert_eq!(q.all("event_type"), ["A", "B"]);
+        assert_eq!(q.list("event_type", 2).unwrap(), ["A", "B"]);
+        assert_eq!(q.list("event_type", 1).unwrap_err().message, "event_type: at most 1 values, got 2");
         assert!(q.one("event_type").unwrap_err().message.starts_with("event_type: expected one value"));
         assert!(!q.bool("order_desc", true).unwrap());
         assert!(q.bool("absent", true).unwrap());
