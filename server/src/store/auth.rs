@@ -65,6 +65,11 @@ fn role(text: &str) -> Role {
 
 const TOKEN_COLUMNS: &str = "id, user_id, role, label, created_at_us, created_by, last_used_at_us, revoked_at_us, revoked_by";
 
+/// `id, user_id, role, last_used_at_us`.
+fn owner_from_row(row: &AnyRow) -> Result<TokenOwner, sqlx::Error> {
+    Ok(TokenOwner { id: row.try_get(0)?, user: row.try_get(1)?, role: role(&row.try_get::<String, _>(2)?), last_used_at_us: row.try_get(3)? })
+}
+
 fn token_from_row(row: &AnyRow) -> Result<TokenInfo, sqlx::Error> {
     Ok(TokenInfo {
         id: row.try_get(0)?,
@@ -132,8 +137,7 @@ impl AuthStore {
             .bind(secret_sha256)
             .fetch_optional(&self.db.pool)
             .await?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(Some(TokenOwner { id: row.try_get(0)?, user: row.try_get(1)?, role: role(&row.try_get::<String, _>(2)?), last_used_at_us: row.try_get(3)? }))
+        row.as_ref().map(owner_from_row).transpose()
     }
 
     /// Records that token `id` was used at `at_us`.
@@ -153,8 +157,7 @@ impl AuthStore {
         .bind(now_us)
         .fetch_optional(&self.db.pool)
         .await?;
-        let Some(row) = row else { return Ok(None) };
-        Ok(Some(TokenOwner { id: row.try_get(0)?, user: row.try_get(1)?, role: role(&row.try_get::<String, _>(2)?), last_used_at_us: row.try_get(3)? }))
+        row.as_ref().map(owner_from_row).transpose()
     }
 
     /// Opens a session of token `token_id` until `expires_at_us`, with its audit entry;
