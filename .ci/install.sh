@@ -2,7 +2,7 @@
 # Installs what Berth's build and tests need and is missing; idempotent, skips what is there.
 #   .ci/install.sh run    - enough to build and serve: the wasm target, wasm-bindgen-cli, ECharts (npm)
 #   .ci/install.sh test   - plus PostgreSQL, Chromium (Debian), the end2end npm packages and the
-#                           Python venvs of Ray and schemathesis (PyPI)
+#                           Python venvs of Ray, schemathesis and anyscale (PyPI)
 #   .ci/install.sh bench  - plus GNU parallel (a peer in the runtime bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ apt_missing=()
 command -v chromium >/dev/null 2>&1 || apt_missing+=(chromium)
 command -v curl >/dev/null 2>&1 || apt_missing+=(curl)   # .ci/ray.sh probes Ray with it
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || apt_missing+=(postgresql)
-# python3 -m venv (the Ray and schemathesis venvs) needs ensurepip, a separate package on Debian.
+# python3 -m venv (the Ray, schemathesis and anyscale venvs) needs ensurepip, a separate package on Debian.
 python3 -c 'import ensurepip' >/dev/null 2>&1 || apt_missing+=(python3-venv)
 # GNU parallel: a peer in the runtime bench only.
 [ "$what" = bench ] && ! command -v parallel >/dev/null 2>&1 && apt_missing+=(parallel)
@@ -57,6 +57,9 @@ fi
 
 # schemathesis for the API's conformance stage: a cached venv, see .ci/schemathesis.sh.
 .ci/schemathesis.sh install
+
+# The anyscale SDK and CLI, driven against /api/v2 by tests/tests/anyscale.rs: a cached venv.
+.ci/anyscale.sh install
 
 if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
   say "installing end2end npm packages"

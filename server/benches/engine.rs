@@ -62,7 +62,7 @@ fn config() -> SchedulerConfig {
             ..Default::default()
         })
         .collect();
-    SchedulerConfig { resource_flavors: Some(flavors), resource_queues: Some(queues), scheduling_rules: None }
+    SchedulerConfig { resource_flavors: Some(flavors), resource_queues: Some(queues), ..Default::default() }
 }
 
 fn nodes() -> Vec<Node> {

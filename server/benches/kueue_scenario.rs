@@ -48,7 +48,7 @@ fn config() -> SchedulerConfig {
     SchedulerConfig {
         resource_flavors: Some(vec![ResourceFlavor { name: "default".into(), selector: None, advanced_instance_config: None }]),
         resource_queues: Some(queues),
-        scheduling_rules: None,
+        ..Default::default()
     }
 }
 

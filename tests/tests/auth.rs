@@ -1,7 +1,7 @@
 //! Who may do what, against a real server with authentication on (no anonymous mode), on
 //! SQLite and PostgreSQL: each role × action allowed or refused with 401/403, revocation at
-//! once, CSRF refusal for the session cookie, the audit log, and identity that no request
-//! field can spoof.
+//! once, CSRF refusal for the session cookie, the `anyscale` SDK's `cli_token` cookie, the
+//! audit log, and identity that no request field can spoof.
 
 mod common;
 
@@ -269,6 +269,55 @@ async fn session_changes_need_the_dashboards_origin(backend: Backend) {
     assert_eq!(s.send("GET", "/api/v1/whoami", None, None, &[("cookie", cookie.as_str())]).await.status, 401);
 }
 
+/// The `anyscale` SDK's credentials: the token as a `cli_token` cookie. It is an API token
+/// (state changes need no origin), never a session, and a browser request marked
+/// cross-site carrying it is refused. New tokens are in a form the SDK accepts; the old
+/// `berth_` form (the admin token here) keeps working.
+async fn the_cli_token_cookie_is_an_api_token(backend: Backend) {
+    let s = Server::start(backend).await;
+    let t = s.token("sdk-user", Role::Editor).await;
+    assert!(t.starts_with("sss_berth_") && t.len() == "sss_berth_".len() + 64, "{t}");
+    assert!(ADMIN.starts_with("berth_"));
+    let cookie = format!("other=1; cli_token={t}");
+    let with_cookie = [("cookie", cookie.as_str())];
+    let me = s.send("GET", "/api/v1/whoami", None, None, &with_cookie).await;
+    assert_eq!(me.body, json!({"user": "sdk-user", "role": "editor", "via": "token"}));
+    let info = s.send("GET", "/api/v2/userinfo/", None, None, &with_cookie).await;
+    assert_eq!(info.status, 200, "{}", info.body);
+    assert_eq!((&info.body["result"]["id"], &info.body["result"]["username"]), (&json!("sdk-user"), &json!("sdk-user")));
+    assert_eq!((&info.body["result"]["email"], &info.body["result"]["organization_permission_level"]), (&json!("sdk-user@berth.local"), &json!("collaborator")));
+    let admin_info = s.call("GET", "/api/v2/userinfo/", Some(ADMIN), None).await;
+    assert_eq!(admin_info.body["result"]["organization_permission_level"], "owner");
+    // A state change with the cookie and no Origin, as the SDK sends it.
+    let apply = s.send("POST", "/api/v2/scheduler/config", None, Some(&json!({"config": config_json(CONFIG)}).to_string()), &with_cookie).await;
+    assert_eq!(apply.status, 200, "{}", apply.body);
+    assert_eq!(s.send("POST", "/api/v2/cli_usage/", None, Some("{}"), &with_cookie).await.status, 204);
+    // A browser page of another site cannot ride on it, for reads or writes.
+    for (method, path) in [("GET", "/api/v2/scheduler/config"), ("POST", "/api/v2/scheduler/config/rollback")] {
+        let mut headers = with_cookie.to_vec();
+        headers.push(("sec-fetch-site", "cross-site"));
+        let a = s.send(method, path, None, Some(r#"{"version": 1}"#), &headers).await;
+        assert_eq!((a.status, &a.body["error"]["code"]), (403, &json!("csrf")), "{method} {path}: {}", a.body);
+    }
+    // An unknown token in the cookie is a 401, at the SDK's handshake too.
+    let stranger = [("cookie", "cli_token=sss_nobody")];
+    let a = s.send("GET", "/api/v2/userinfo/", None, None, &stranger).await;
+    assert_eq!((a.status, a.body["error"]["message"].as_str()), (401, Some("the API token is not valid: unknown or revoked")));
+    assert_eq!(s.call("GET", "/api/v2/userinfo/", None, None).await.status, 401);
+    // Roles hold on /api/v2 as on /api/v1.
+    let viewer = format!("cli_token={}", s.token("vera", Role::Viewer).await);
+    let a = s.send("POST", "/api/v2/scheduler/config/rollback", None, Some(r#"{"version": 1}"#), &[("cookie", viewer.as_str())]).await;
+    assert_eq!((a.status, a.body["error"]["message"].as_str()), (403, Some("rolling back the config needs the editor role; vera is a viewer")));
+    // And an unknown /api/v2 path is a JSON 404, not the dashboard.
+    let a = s.call("GET", "/api/v2/nothing", Some(ADMIN), None).await;
+    assert_eq!((a.status, &a.body["error"]["code"]), (404, &json!("not_found")));
+}
+
+/// [`CONFIG`] as a JSON value.
+fn config_json(yaml: &str) -> Value {
+    serde_json::to_value(app::config::parse(yaml, app::config::Format::Yaml).unwrap()).unwrap()
+}
+
 async fn every_audited_action_is_recorded(backend: Backend) {
     let s = Server::start(backend).await;
     let ed = s.token("edna", Role::Editor).await;
@@ -382,6 +431,7 @@ on_both_databases!(
     no_or_bad_credentials_get_401,
     revocation_takes_effect_at_once,
     session_changes_need_the_dashboards_origin,
+    the_cli_token_cookie_is_an_api_token,
     every_audited_action_is_recorded,
     identity_cannot_be_spoofed,
     working_dirs_outside_the_roots_are_refused,

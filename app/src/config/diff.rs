@@ -63,6 +63,8 @@ pub enum Section {
     Flavors,
     Queues,
     Rules,
+    /// Settings outside the three lists (`recycle_policy`).
+    Settings,
 }
 
 /// What happened at a path.
@@ -115,6 +117,7 @@ pub fn diff_labeled(old: &SchedulerConfig, new: &SchedulerConfig, old_label: &st
         tree::section(key, old_v.get(key), new_v.get(key), &mut raw);
     }
     rules::section(old, new, old_v.get("scheduling_rules"), new_v.get("scheduling_rules"), &mut raw);
+    tree::setting("recycle_policy", old_v.get("recycle_policy"), new_v.get("recycle_policy"), &mut raw);
     let changes = raw.into_iter().map(|r| r.into_change(old, new)).collect();
     ConfigDiff { identical: old == new, changes, unified }
 }
@@ -196,7 +199,8 @@ impl RawChange {
         let section = match self.path.first() {
             Some(Seg::Key(k)) if k == "resource_flavors" => Section::Flavors,
             Some(Seg::Key(k)) if k == "resource_queues" => Section::Queues,
-            _ => Section::Rules,
+            Some(Seg::Key(k)) if k == "scheduling_rules" => Section::Rules,
+            _ => Section::Settings,
         };
         let summary = match self.summary {
             Some(s) => s,

@@ -64,6 +64,7 @@ pub fn seed_config() -> SchedulerConfig {
             }),
             ..rule("research", Some(vec![expr("team", Operator::In, &["research"])]))
         }]),
+        recycle_policy: None,
     }
 }
 
@@ -280,11 +281,15 @@ fn rule_strategy() -> impl Strategy<Value = SchedulingRule> {
 
 /// Any config, valid or not, with nasty strings and numbers throughout.
 pub fn config_strategy() -> impl Strategy<Value = SchedulerConfig> {
-    (opt(small_vec(flavor_strategy())), opt(small_vec(queue_strategy())), opt(small_vec(rule_strategy()))).prop_map(
-        |(resource_flavors, resource_queues, scheduling_rules)| SchedulerConfig {
+    let recycle = (opt(nasty_string()), opt(any::<i64>()), opt(nasty_string())).prop_map(
+        |(rotation_interval, max_workloads, max_idle_duration)| RecyclePolicy { rotation_interval, max_workloads, max_idle_duration },
+    );
+    (opt(small_vec(flavor_strategy())), opt(small_vec(queue_strategy())), opt(small_vec(rule_strategy())), opt(recycle)).prop_map(
+        |(resource_flavors, resource_queues, scheduling_rules, recycle_policy)| SchedulerConfig {
             resource_flavors,
             resource_queues,
             scheduling_rules,
+            recycle_policy,
         },
     )
 }

@@ -16,6 +16,24 @@ pub struct SchedulerConfig {
     pub resource_queues: Option<Vec<ResourceQueue>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scheduling_rules: Option<Vec<SchedulingRule>>,
+    /// Node recycling, as the Anyscale API's model has it: accepted and stored so configs
+    /// written for that API apply unchanged, but Berth recycles no nodes (the validator warns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recycle_policy: Option<RecyclePolicy>,
+}
+
+/// When the nodes a workload ran on are replaced (Anyscale API's `RecyclePolicy`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecyclePolicy {
+    /// How often nodes are rotated, e.g. `24h`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation_interval: Option<String>,
+    /// Workloads a node runs before it is replaced; at least 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_workloads: Option<i64>,
+    /// How long a node may stay idle before it is replaced, e.g. `30m`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_idle_duration: Option<String>,
 }
 
 /// A named flavor: which nodes count as it (selector) plus optional launch overrides.
@@ -205,6 +223,7 @@ impl SchedulerConfig {
                 selector: None,
                 priority_policy: None,
             }]),
+            recycle_policy: None,
         }
     }
 }

@@ -2,7 +2,8 @@
 //! once, in document order, each with its field path and a message that names the value.
 //!
 //! Errors block an apply; warnings (unreachable rules, unused flavors and queues, quotas
-//! above the capacity the nodes have) are shown but allowed. The same code runs on the
+//! above the capacity the nodes have, what the `anyscale` SDK cannot read back) are shown
+//! but allowed. The same code runs on the
 //! server on apply and in the browser as the admin types.
 //!
 //! The built-in queue `default`: with no queues defined at all, every job goes to a built-in
@@ -11,6 +12,7 @@
 //! is defined.
 
 mod flavors;
+pub mod portability;
 mod queues;
 mod rules;
 #[cfg(test)]
@@ -100,6 +102,7 @@ impl<'a> Checker<'a> {
         self.flavors();
         self.queues();
         self.rules();
+        self.recycle_policy();
         self.no_nul_characters();
         Report { problems: self.problems }
     }

@@ -29,7 +29,7 @@ pub fn DiffView(diff: ConfigDiff, old_yaml: String, new_yaml: String, old_label:
 /// The structural changes, one group per section.
 #[component]
 pub fn StructuralChanges(changes: Vec<Change>) -> impl IntoView {
-    let groups = [(Section::Flavors, "Flavors"), (Section::Queues, "Queues"), (Section::Rules, "Rules")];
+    let groups = [(Section::Flavors, "Flavors"), (Section::Queues, "Queues"), (Section::Rules, "Rules"), (Section::Settings, "Settings")];
     view! {
         <div class="change-groups" data-testid="changes">
             {groups.into_iter().filter_map(|(section, title)| {

@@ -1,21 +1,25 @@
 //! Authentication at the edge, and the browser's safety belts.
 //!
 //! [`authenticate`] runs before every handler: it finds the caller from an
-//! `Authorization: Bearer` token, the dashboard's session cookie, or (in anonymous local mode)
-//! nobody, and puts it in the request for handlers and server functions. What the caller may
-//! do is decided by the services. It also refuses cross-site state changes (CSRF) and sets a
-//! strict Content-Security-Policy with a fresh nonce for the dashboard's inline scripts.
+//! `Authorization: Bearer` token, the `cli_token` cookie (how the `anyscale` SDK and CLI send
+//! their token), the dashboard's session cookie, or (in anonymous local mode) nobody, and puts
+//! it in the request for handlers and server functions. What the caller may do is decided by
+//! the services. It also refuses cross-site state changes (CSRF) and sets a strict
+//! Content-Security-Policy with a fresh nonce for the dashboard's inline scripts.
 //!
 //! CSRF: a state-changing request riding on the session cookie must come from the dashboard
 //! itself, which the browser says with `Sec-Fetch-Site: same-origin` or an `Origin` equal to
 //! the server's host; without either it is refused. The cookie is also `SameSite=Strict`.
-//! Token callers are not exposed (browsers never attach tokens on their own).
+//! Bearer token callers are not exposed (browsers never attach that header on their own).
+//! The `cli_token` cookie is an API token, not a session: the SDK sends neither `Origin` nor
+//! `Sec-Fetch-Site`, so it passes; but a browser would attach a cookie on its own, so any
+//! request carrying it that the browser marks as cross-site is refused.
 
 use std::net::SocketAddr;
 
 use app::auth::{NewToken, Via};
 use axum::extract::{ConnectInfo, Path, Request, State};
-use axum::http::header::{CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, HOST, LOCATION, ORIGIN, RETRY_AFTER, SET_COOKIE};
+use axum::http::header::{AUTHORIZATION, CONTENT_SECURITY_POLICY, CONTENT_TYPE, COOKIE, HOST, LOCATION, ORIGIN, RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -66,9 +70,13 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         Ok(caller) => caller,
         Err(e) => return secure(e.into_response(), None),
     };
+    let cross = cross_site(req.headers());
+    if cross == Some(true) && cookie(req.headers(), CLI_TOKEN_COOKIE).is_some() && req.headers().get(AUTHORIZATION).is_none() {
+        let e = ApiError::new(StatusCode::FORBIDDEN, "csrf", "cross-site request refused: the `cli_token` cookie is for API clients, not for pages of other sites");
+        return secure(e.into_response(), None);
+    }
     let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     if changes_state {
-        let cross = cross_site(req.headers());
         let refused = match caller.as_ref().map(|c| c.via) {
             // A session must prove it comes from the dashboard.
             Some(Via::Session) => cross != Some(false),
@@ -88,7 +96,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         }
         None if is_public(&path) => {}
         None if is_api(&path) || changes_state => {
-            let e = ApiError::unauthorized("sign in, or send an API token as `Authorization: Bearer …`");
+            let e = ApiError::unauthorized("sign in, or send an API token as `Authorization: Bearer …` (or as the `cli_token` cookie)");
             return secure(e.into_response(), None);
         }
         None => {
@@ -102,21 +110,30 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     secure(next.run(req).await, Some(&nonce))
 }
 
-/// The caller the request's credentials name; an invalid token is an error, a stale session
-/// cookie is just no session.
+/// The `anyscale` SDK's cookie: an API token, looked up like `Authorization: Bearer`.
+pub const CLI_TOKEN_COOKIE: &str = "cli_token";
+
+/// The caller the request's credentials name: the bearer token, else the `cli_token`
+/// cookie, else the session cookie. An invalid token is an error, a stale session cookie is
+/// just no session.
 async fn find_caller(state: &AppState, headers: &HeaderMap) -> Result<Option<Caller>, ApiError> {
     let internal = |e: sqlx::Error| {
         tracing::error!(error = %e, "auth store failure");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
     };
-    if let Some(value) = headers.get(axum::http::header::AUTHORIZATION) {
-        let token = value
-            .to_str()
-            .ok()
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .map(str::trim)
-            .ok_or_else(|| ApiError::unauthorized("Authorization: expected `Bearer <API token>`"))?;
-        return match state.auth.by_token(token).await.map_err(internal)? {
+    let bearer = match headers.get(AUTHORIZATION) {
+        Some(value) => Some(
+            value
+                .to_str()
+                .ok()
+                .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+                .map(|t| t.trim().to_string())
+                .ok_or_else(|| ApiError::unauthorized("Authorization: expected `Bearer <API token>`"))?,
+        ),
+        None => cookie(headers, CLI_TOKEN_COOKIE),
+    };
+    if let Some(token) = bearer {
+        return match state.auth.by_token(&token).await.map_err(internal)? {
             Some(caller) => Ok(Some(caller)),
             None => Err(ApiError::unauthorized("the API token is not valid: unknown or revoked")),
         };

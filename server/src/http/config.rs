@@ -132,19 +132,23 @@ async fn diff(State(state): State<AppState>, headers: HeaderMap, params: Params)
 /// Body of a rollback: the version to restore.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RollbackRequest {
-    version: Option<i64>,
-    message: Option<String>,
-    expected_active_version: Option<i64>,
+pub(super) struct RollbackRequest {
+    pub version: Option<i64>,
+    pub message: Option<String>,
+    pub expected_active_version: Option<i64>,
+}
+
+/// A rollback body (JSON; an empty body is an empty request).
+pub(super) fn read_rollback_body(body: &RawBody) -> Result<RollbackRequest, ApiError> {
+    let text = body.text()?;
+    if text.trim().is_empty() {
+        return Ok(RollbackRequest::default());
+    }
+    serde_json::from_str(text).map_err(|e| ApiError::bad_request(format!("rollback request: {e}")))
 }
 
 async fn rollback(State(state): State<AppState>, caller: Caller, headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {
-    let text = body.text()?;
-    let mut request: RollbackRequest = if text.trim().is_empty() {
-        RollbackRequest::default()
-    } else {
-        serde_json::from_str(text).map_err(|e| ApiError::bad_request(format!("rollback request: {e}")))?
-    };
+    let mut request = read_rollback_body(&body)?;
     if let Some(v) = params.get_i64("version")? {
         request.version = Some(v);
     }

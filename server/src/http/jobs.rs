@@ -283,6 +283,7 @@ pub(crate) fn event_query(params: &Params) -> Result<(EventFilter, Option<i64>, 
             Some("newest") => true,
             Some(other) => return Err(ApiError::bad_request(format!("order: `{other}` is not `oldest` or `newest`"))),
         },
+        ..EventFilter::default()
     };
     Ok((filter, params.get_i64("cursor")?, limit))
 }

@@ -1,7 +1,9 @@
-//! The HTTP surface: the REST API under `/api/v1`, health checks, and the dashboard.
+//! The HTTP surface: the REST API under `/api/v1`, the Anyscale scheduler API under
+//! `/api/v2` (`anyscale`), health checks, and the dashboard.
 //!
 //! [`router`] builds the whole thing so tests can drive it in-process with `oneshot`.
 
+pub mod anyscale;
 pub mod auth;
 pub mod body;
 pub mod config;
@@ -37,8 +39,10 @@ pub(crate) fn api_routes(state: AppState) -> Router {
         .merge(stream::routes())
         .merge(openapi::routes())
         .fallback(|| async { ApiError::not_found("no such API endpoint") });
+    let v2 = anyscale::routes().fallback(|| async { ApiError::not_found("no such API endpoint") });
     Router::new()
         .nest("/api/v1", v1)
+        .nest("/api/v2", v2)
         .merge(jobs::mlumina_routes())
         .merge(auth::session_routes())
         .route("/healthz", get(|| async { "ok" }))

@@ -45,11 +45,16 @@ fn read_body(headers: &HeaderMap, params: &Params, body: &RawBody) -> Result<(Sc
     if let Some(k) = obj.keys().find(|k| *k != "config" && *k != "window") {
         return Err(ApiError::bad_request(format!("{k}: unknown field; a preview request has `config` and `window`")));
     }
-    let draft = match &obj["config"] {
-        Value::String(text) => parse_auto(text).map_err(ApiError::invalid_config)?,
-        v @ Value::Object(_) => from_json_value(v).map_err(ApiError::invalid_config)?,
-        other => return Err(ApiError::bad_request(format!("config: must be a config object or its YAML/JSON text, got {other}"))),
-    };
-    Ok((draft, obj.get("window").cloned().or(from_query)))
+    Ok((config_field(&obj["config"])?, obj.get("window").cloned().or(from_query)))
+}
+
+/// The `config` field of a request: a config object, or its YAML or JSON text. A config
+/// that does not parse is a 422 with every problem, as for apply.
+pub(super) fn config_field(value: &Value) -> Result<SchedulerConfig, ApiError> {
+    match value {
+        Value::String(text) => parse_auto(text).map_err(ApiError::invalid_config),
+        v @ Value::Object(_) => from_json_value(v).map_err(ApiError::invalid_config),
+        other => Err(ApiError::bad_request(format!("config: must be a config object or its YAML/JSON text, got {other}"))),
+    }
 }
 

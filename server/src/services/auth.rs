@@ -1,5 +1,5 @@
 //! Who is calling and what they may do: API tokens, dashboard sessions, roles and the audit
-//! log.
+//! log. The SQL is in `store::auth`.
 //!
 //! A token's secret is 32 random bytes shown once; only its SHA-256 is stored, so a leaked
 //! database does not leak credentials (the secret has full entropy, so a slow hash would add
@@ -12,13 +12,12 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use app::auth::{check_user, AuditEntry, AuditPage, CreatedToken, NewToken, Role, TokenInfo, Via, Whoami};
-use chrono::{DateTime, Utc};
+use app::auth::{check_user, AuditPage, CreatedToken, NewToken, Role, TokenInfo, Via, Whoami};
 use sha2::{Digest, Sha256};
-use sqlx::Row;
 
-use crate::store::Db;
 use crate::clock::now_us;
+use crate::store::auth::{AuditRecord, AuthStore, NewTokenRow};
+use crate::store::Db;
 
 /// How long a dashboard session lasts.
 pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
@@ -88,41 +87,25 @@ pub enum AuthError {
     Db(#[from] sqlx::Error),
 }
 
-/// One audit entry to write.
-#[derive(Debug, Clone)]
-pub struct AuditRecord<'a> {
-    pub actor: &'a str,
-    pub action: &'static str,
-    pub target: &'a str,
-    pub detail: String,
-}
-
-/// Writes `record` on `conn`, so it commits (or not) with the change it describes.
-pub async fn write_audit(conn: &mut sqlx::AnyConnection, record: &AuditRecord<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO audit (at_us, actor, action, target, detail) VALUES ($1, $2, $3, $4, $5)")
-        .bind(now_us())
-        .bind(record.actor)
-        .bind(record.action)
-        .bind(record.target)
-        .bind(&record.detail)
-        .execute(conn)
-        .await?;
-    Ok(())
-}
-
 /// Tokens, sessions and the audit log over the database.
 #[derive(Debug)]
 pub struct Auth {
-    db: Db,
+    store: AuthStore,
     /// Anonymous local mode: callers without credentials act as [`Caller::anonymous`].
     pub anonymous: bool,
     /// Failed sign-ins per address: the window's start and the count.
     failures: Mutex<HashMap<IpAddr, (Instant, u32)>>,
 }
 
-/// A new secret: `berth_` and 64 hex digits (32 random bytes).
+/// The prefix of new secrets. The `anyscale` SDK refuses, before sending anything, a token
+/// that does not start with `sss_` (or with `a` and hold a `_`), so Berth's tokens start
+/// with `sss_` and work with it unchanged. Older `berth_…` tokens stay valid: a token is
+/// looked up by the hash of its whole secret, whatever its form.
+pub const SECRET_PREFIX: &str = "sss_berth_";
+
+/// A new secret: [`SECRET_PREFIX`] and 64 hex digits (32 random bytes).
 fn new_secret() -> String {
-    format!("berth_{}", random_hex(32))
+    format!("{SECRET_PREFIX}{}", random_hex(32))
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -139,37 +122,19 @@ fn sha256(secret: &str) -> String {
     hex(&Sha256::digest(secret.as_bytes()))
 }
 
-fn time(us: Option<i64>) -> Option<DateTime<Utc>> {
-    us.and_then(DateTime::from_timestamp_micros)
-}
-
-const TOKEN_COLUMNS: &str = "id, user_id, role, label, created_at_us, created_by, last_used_at_us, revoked_at_us, revoked_by";
-
-fn token_from_row(row: &sqlx::any::AnyRow) -> Result<TokenInfo, sqlx::Error> {
-    let role: String = row.try_get(2)?;
-    Ok(TokenInfo {
-        id: row.try_get(0)?,
-        user: row.try_get(1)?,
-        role: Role::parse(&role).unwrap_or(Role::Viewer),
-        label: row.try_get(3)?,
-        created_at: time(Some(row.try_get(4)?)).unwrap_or_default(),
-        created_by: row.try_get(5)?,
-        last_used_at: time(row.try_get(6)?),
-        revoked_at: time(row.try_get(7)?),
-        revoked_by: row.try_get(8)?,
-    })
+fn new_token_id() -> String {
+    format!("t-{}", random_hex(6))
 }
 
 impl Auth {
     pub fn new(db: Db, anonymous: bool) -> Self {
-        Auth { db, anonymous, failures: Mutex::new(HashMap::new()) }
+        Auth { store: AuthStore::new(db), anonymous, failures: Mutex::new(HashMap::new()) }
     }
 
     /// On a database with no token yet, creates the first admin token (user `admin`): the
     /// given secret, or a new one that is returned so the server can print it once.
     pub async fn bootstrap(&self, given: Option<&str>) -> Result<Option<String>, AuthError> {
-        let count: i64 = sqlx::query("SELECT COUNT(*) FROM tokens").fetch_one(&self.db.pool).await?.try_get(0)?;
-        if count > 0 {
+        if self.store.token_count().await? > 0 {
             return Ok(None);
         }
         if let Some(secret) = given {
@@ -178,72 +143,27 @@ impl Auth {
             }
         }
         let secret = given.map(str::to_string).unwrap_or_else(new_secret);
-        let mut conn = self.db.pool.acquire().await?;
-        self.insert_token(&mut conn, &secret, "admin", Role::Admin, Some("bootstrap"), "berth").await?;
+        let (id, hash) = (new_token_id(), sha256(&secret));
+        let row = NewTokenRow { id: &id, secret_sha256: &hash, user: "admin", role: Role::Admin, label: Some("bootstrap"), created_by: "berth", at_us: now_us() };
+        self.store.insert(&row).await?;
         Ok(given.is_none().then_some(secret))
-    }
-
-    async fn insert_token(
-        &self,
-        conn: &mut sqlx::AnyConnection,
-        secret: &str,
-        user: &str,
-        role: Role,
-        label: Option<&str>,
-        by: &str,
-    ) -> Result<TokenInfo, sqlx::Error> {
-        let id = format!("t-{}", random_hex(6));
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "INSERT INTO tokens (id, secret_sha256, user_id, role, label, created_at_us, created_by) VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {TOKEN_COLUMNS}"
-        )))
-        .bind(&id)
-        .bind(sha256(secret))
-        .bind(user)
-        .bind(role.as_str())
-        .bind(label)
-        .bind(now_us())
-        .bind(by)
-        .fetch_one(conn)
-        .await?;
-        token_from_row(&row)
     }
 
     /// The caller a bearer token stands for; `None` when it is unknown or revoked.
     pub async fn by_token(&self, secret: &str) -> Result<Option<Caller>, sqlx::Error> {
-        let row = sqlx::query("SELECT id, user_id, role, last_used_at_us FROM tokens WHERE secret_sha256 = $1 AND revoked_at_us IS NULL")
-            .bind(sha256(secret))
-            .fetch_optional(&self.db.pool)
-            .await?;
-        let Some(row) = row else { return Ok(None) };
-        let id: String = row.try_get(0)?;
+        let Some(t) = self.store.token_owner(&sha256(secret)).await? else { return Ok(None) };
         // Last use is kept to the minute, so a busy client does not write on every call.
-        let last: Option<i64> = row.try_get(3)?;
         let now = now_us();
-        if last.is_none_or(|t| now - t > 60_000_000) {
-            sqlx::query("UPDATE tokens SET last_used_at_us = $1 WHERE id = $2").bind(now).bind(&id).execute(&self.db.pool).await?;
+        if t.last_used_at_us.is_none_or(|last| now - last > 60_000_000) {
+            self.store.touch(&t.id, now).await?;
         }
-        let role: String = row.try_get(2)?;
-        Ok(Some(Caller { user: row.try_get(1)?, role: Role::parse(&role).unwrap_or(Role::Viewer), via: Via::Token, token_id: Some(id) }))
+        Ok(Some(Caller { user: t.user, role: t.role, via: Via::Token, token_id: Some(t.id) }))
     }
 
     /// The caller a session cookie stands for; `None` when it expired or its token was revoked.
     pub async fn by_session(&self, cookie: &str) -> Result<Option<Caller>, sqlx::Error> {
-        let row = sqlx::query(
-            "SELECT t.id, t.user_id, t.role FROM sessions s JOIN tokens t ON t.id = s.token_id \
-             WHERE s.id_sha256 = $1 AND s.expires_at_us > $2 AND t.revoked_at_us IS NULL",
-        )
-        .bind(sha256(cookie))
-        .bind(now_us())
-        .fetch_optional(&self.db.pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let role: String = row.try_get(2)?;
-        Ok(Some(Caller {
-            user: row.try_get(1)?,
-            role: Role::parse(&role).unwrap_or(Role::Viewer),
-            via: Via::Session,
-            token_id: Some(row.try_get(0)?),
-        }))
+        let Some(t) = self.store.session_owner(&sha256(cookie), now_us()).await? else { return Ok(None) };
+        Ok(Some(Caller { user: t.user, role: t.role, via: Via::Session, token_id: Some(t.id) }))
     }
 
     /// Whether `from` has used up its failed sign-ins; the time left until it may retry.
@@ -272,27 +192,16 @@ impl Auth {
         };
         let cookie = random_hex(32);
         let now = now_us();
-        let mut tx = self.db.pool.begin().await?;
-        // Expired sessions are swept as new ones open.
-        sqlx::query("DELETE FROM sessions WHERE expires_at_us <= $1").bind(now).execute(&mut *tx).await?;
-        sqlx::query("INSERT INTO sessions (id_sha256, token_id, created_at_us, expires_at_us) VALUES ($1, $2, $3, $4)")
-            .bind(sha256(&cookie))
-            .bind(caller.token_id.as_deref())
-            .bind(now)
-            .bind(now + SESSION_TTL.as_micros() as i64)
-            .execute(&mut *tx)
-            .await?;
         let detail = format!("signed in to the dashboard as {} ({})", caller.user, caller.role);
-        let target = caller.token_id.clone().unwrap_or_default();
-        write_audit(&mut tx, &AuditRecord { actor: &caller.user, action: "session.signin", target: &target, detail }).await?;
-        tx.commit().await?;
+        let token = caller.token_id.clone().unwrap_or_default();
+        let audit = AuditRecord { actor: &caller.user, action: "session.signin", target: &token, detail };
+        self.store.open_session(&sha256(&cookie), &token, now, now + SESSION_TTL.as_micros() as i64, &audit).await?;
         Ok(Some((cookie, caller)))
     }
 
     /// Ends the session of `cookie` (nothing when there is none).
     pub async fn sign_out(&self, cookie: &str) -> Result<(), sqlx::Error> {
-        sqlx::query("DELETE FROM sessions WHERE id_sha256 = $1").bind(sha256(cookie)).execute(&self.db.pool).await?;
-        Ok(())
+        self.store.close_session(&sha256(cookie)).await
     }
 
     /// Creates a token for `new.user` with `new.role`; the secret is in the answer only.
@@ -306,21 +215,17 @@ impl Auth {
             }
         }
         let secret = new_secret();
-        let mut tx = self.db.pool.begin().await?;
-        let token = self.insert_token(&mut tx, &secret, &new.user, new.role, label, &caller.user).await?;
+        let (id, hash) = (new_token_id(), sha256(&secret));
+        let row = NewTokenRow { id: &id, secret_sha256: &hash, user: &new.user, role: new.role, label, created_by: &caller.user, at_us: now_us() };
         let detail = format!("created a token for {} with the {} role{}", new.user, new.role, label.map(|l| format!(" ({l})")).unwrap_or_default());
-        write_audit(&mut tx, &AuditRecord { actor: &caller.user, action: "token.create", target: &token.id, detail }).await?;
-        tx.commit().await?;
+        let token = self.store.create(&row, detail).await?;
         Ok(CreatedToken { token, secret })
     }
 
     /// Every token, newest first (revoked ones too, marked).
     pub async fn tokens(&self, caller: &Caller) -> Result<Vec<TokenInfo>, AuthError> {
         caller.require(Role::Admin, "listing tokens")?;
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at_us DESC, id")))
-            .fetch_all(&self.db.pool)
-            .await?;
-        Ok(rows.iter().map(token_from_row).collect::<Result<_, _>>()?)
+        Ok(self.store.tokens().await?)
     }
 
     /// Revokes token `id` at once: its next request is refused and its sessions end.
@@ -331,31 +236,13 @@ impl Auth {
                 "token {id} is the one this request is signed in with; revoke it with another admin token so nobody locks themselves out"
             )));
         }
-        let mut tx = self.db.pool.begin().await?;
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE tokens SET revoked_at_us = COALESCE(revoked_at_us, $1), revoked_by = COALESCE(revoked_by, $2) WHERE id = $3 RETURNING {TOKEN_COLUMNS}"
-        )))
-        .bind(now_us())
-        .bind(&caller.user)
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or_else(|| AuthError::NotFound(id.to_string()))?;
-        let token = token_from_row(&row)?;
-        sqlx::query("DELETE FROM sessions WHERE token_id = $1").bind(id).execute(&mut *tx).await?;
-        let detail = format!("revoked the token of {} ({} role)", token.user, token.role);
-        write_audit(&mut tx, &AuditRecord { actor: &caller.user, action: "token.revoke", target: id, detail }).await?;
-        tx.commit().await?;
-        Ok(token)
+        let detail = |t: &TokenInfo| format!("revoked the token of {} ({} role)", t.user, t.role);
+        self.store.revoke(id, &caller.user, now_us(), detail).await?.ok_or_else(|| AuthError::NotFound(id.to_string()))
     }
 
     /// Records `record` on its own (for changes made elsewhere, e.g. by the admission loop).
     pub async fn record(&self, record: AuditRecord<'_>) {
-        let written = async {
-            let mut conn = self.db.pool.acquire().await?;
-            write_audit(&mut conn, &record).await
-        };
-        if let Err(e) = written.await {
+        if let Err(e) = self.store.record(&record).await {
             tracing::error!(error = %e, action = record.action, target = record.target, "cannot write the audit log");
         }
     }
@@ -370,34 +257,7 @@ impl Auth {
         limit: i64,
     ) -> Result<AuditPage, AuthError> {
         caller.require(Role::Admin, "reading the audit log")?;
-        let mut sql = String::from("SELECT seq, at_us, actor, action, target, detail FROM audit WHERE seq < $1");
-        let mut n = 1;
-        for (column, value) in [("action", action), ("actor", actor)] {
-            if value.is_some() {
-                n += 1;
-                sql.push_str(&format!(" AND {column} = ${n}"));
-            }
-        }
-        sql.push_str(&format!(" ORDER BY seq DESC LIMIT ${}", n + 1));
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(cursor.unwrap_or(i64::MAX));
-        for value in [action, actor].into_iter().flatten() {
-            query = query.bind(value);
-        }
-        let rows = query.bind(limit + 1).fetch_all(&self.db.pool).await?;
-        let more = rows.len() as i64 > limit;
-        let mut entries = Vec::with_capacity(rows.len());
-        for row in rows.iter().take(limit as usize) {
-            entries.push(AuditEntry {
-                seq: row.try_get(0)?,
-                at: time(Some(row.try_get(1)?)).unwrap_or_default(),
-                actor: row.try_get(2)?,
-                action: row.try_get(3)?,
-                target: row.try_get(4)?,
-                detail: row.try_get(5)?,
-            });
-        }
-        let next_cursor = more.then(|| entries.last().map(|e| e.seq.to_string())).flatten();
-        Ok(AuditPage { entries, next_cursor })
+        Ok(self.store.audit(action, actor, cursor, limit).await?)
     }
 }
 
@@ -409,7 +269,9 @@ mod tests {
     fn secrets_are_random_and_hashes_stable() {
         let (a, b) = (new_secret(), new_secret());
         assert_ne!(a, b);
-        assert_eq!(a.len(), "berth_".len() + 64);
+        assert_eq!(a.len(), SECRET_PREFIX.len() + 64);
+        // What the anyscale SDK checks before it sends a token (`credentials_check_sanity`).
+        assert!(a.starts_with("sss_"));
         assert_eq!(sha256("x"), sha256("x"));
         assert_eq!(sha256("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     }

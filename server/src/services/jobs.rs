@@ -17,14 +17,15 @@ use app::jobs::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::request;
-use super::views::queue_views;
+use super::views::{live_jobs, queue_views};
 use crate::admission::intake::{submit_event, write_submissions, Submission};
 use crate::admission::{self, Cmd, LoopError, Loop, Settings, Shared, State};
 use crate::backends::{self as backend, local, Registry, RunId, Stream};
 use crate::clock::{new_id, now_us, SystemClock};
 use crate::store::jobs::{self as store, EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
 
-use crate::services::auth::{AuditRecord, Caller};
+use crate::services::auth::Caller;
+use crate::store::auth::AuditRecord;
 use crate::engine::{self, Compiled, InFlightLimit, Node};
 use crate::services::config::ConfigService;
 
@@ -301,7 +302,7 @@ impl Runtime {
     async fn audit(&self, record: AuditRecord<'_>) {
         let written = async {
             let mut conn = self.store.pool().acquire().await?;
-            crate::services::auth::write_audit(&mut conn, &record).await
+            crate::store::auth::write_audit(&mut conn, &record).await
         };
         if let Err(e) = written.await {
             tracing::error!(error = %e, action = record.action, target = record.target, "cannot write the audit log");
@@ -382,6 +383,22 @@ impl Runtime {
             }
         }
         Ok(views)
+    }
+
+    /// Every live job (waiting, admitted, running), or those of queue `name`; waiting ones
+    /// with their position and reason (see `views::live_jobs` for the order).
+    pub async fn jobs_live(&self, name: Option<String>) -> Result<Vec<Job>, RuntimeError> {
+        let want = name.clone();
+        let (known, jobs) = self
+            .ask(move |s| {
+                let known = want.as_deref().is_none_or(|n| s.compiled.queues.iter().any(|q| *q.name == *n));
+                (known, live_jobs(s, want.as_deref()))
+            })
+            .await?;
+        match (known, name) {
+            (false, Some(n)) => Err(RuntimeError::Invalid(format!("queue: no queue named `{n}` in the active config"))),
+            _ => Ok(jobs),
+        }
     }
 
     /// Every node with its free capacity, the flavors that select it, and what its backend

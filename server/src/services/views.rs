@@ -1,9 +1,11 @@
 //! Queue views: usage per quota cell, counts, and (for one queue) its waiting jobs with
-//! their positions and reasons and its running jobs, read off the loop's live state.
+//! their positions and reasons and its running jobs, read off the loop's live state. Also
+//! the live jobs themselves, whole, for views that show more of each (the Anyscale API's
+//! workloads and top consumers).
 
 use std::sync::Arc;
 
-use app::jobs::{JobState, QueueView, QueuedJob, QuotaUsage, RunningEntry};
+use app::jobs::{Job, JobState, QueueView, QueuedJob, QuotaUsage, RunningEntry};
 
 use crate::admission::{self, Live, State};
 use crate::clock::now_us;
@@ -74,4 +76,40 @@ pub(super) fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
         views.push(view);
     }
     views
+}
+
+/// Every live job (waiting, admitted or running), of queue `only` when given, as the API
+/// shows a job: waiting ones with their position and reason. Holding jobs come first, in the
+/// order they started; then waiting ones in the order the queue views list them.
+pub(super) fn live_jobs(s: &State, only: Option<&str>) -> Vec<Job> {
+    let mut jobs: Vec<Job> = s
+        .jobs
+        .values()
+        .filter(|l| only.is_none_or(|n| *l.queue == *n))
+        .map(|l| {
+            let mut job = l.row.to_job();
+            if job.state == JobState::Pending {
+                let (pos, why) = s.waiting.get(&l.key).unwrap_or((0, Arc::from("waiting for the next admission cycle")));
+                job.position = (pos > 0).then_some(pos);
+                job.reason = Some(why.to_string());
+            }
+            job
+        })
+        .collect();
+    let rank = |j: &Job| match j.state {
+        JobState::Pending => (1, j.position.is_none(), j.position.unwrap_or(0)),
+        _ => (0, false, 0),
+    };
+    jobs.sort_by(|a, b| {
+        let since = |j: &Job| j.started_at.or(j.admitted_at);
+        rank(a)
+            .cmp(&rank(b))
+            .then_with(|| match a.state {
+                // Ranked waiting jobs by position; held-back ones by priority, then age.
+                JobState::Pending => b.priority.cmp(&a.priority).then(a.enqueued_at.cmp(&b.enqueued_at)),
+                _ => since(a).cmp(&since(b)),
+            })
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    jobs
 }

@@ -96,7 +96,7 @@ impl ConfigStore {
             .await?;
         let action = if meta.rollback_of.is_some() { "config.rollback" } else { "config.apply" };
         let target = format!("version {version}");
-        crate::services::auth::write_audit(&mut tx, &crate::services::auth::AuditRecord { actor: &meta.creator_id, action, target: &target, detail: message }).await?;
+        crate::store::auth::write_audit(&mut tx, &crate::store::auth::AuditRecord { actor: &meta.creator_id, action, target: &target, detail: message }).await?;
         tx.commit().await?;
         Ok(Applied { version, previous })
     }

@@ -6,6 +6,7 @@
 //! multi-row statements use `?` on SQLite (see [`jobs`]), which is quadratic in the number
 //! of `$N` parameters.
 
+pub mod auth;
 pub mod config;
 pub mod jobs;
 

@@ -12,7 +12,8 @@ pub(super) fn sentence(c: &RawChange, old_cfg: &SchedulerConfig, new_cfg: &Sched
     let (noun, plural) = match section.as_str() {
         "resource_flavors" => ("flavor", "flavors"),
         "resource_queues" => ("queue", "queues"),
-        _ => ("rule", "rules"),
+        "scheduling_rules" => ("rule", "rules"),
+        _ => ("recycle policy", "recycle policy"),
     };
     let Some(item) = c.path.get(1) else {
         return match c.kind {
@@ -32,7 +33,7 @@ pub(super) fn sentence(c: &RawChange, old_cfg: &SchedulerConfig, new_cfg: &Sched
             }
         }
         Seg::Index(i) => format!("{noun} [{i}]"),
-        Seg::Key(k) => k.clone(),
+        Seg::Key(k) => format!("{noun} {k}"),
     };
     let rest = &c.path[2..];
     if rest.is_empty() {

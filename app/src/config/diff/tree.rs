@@ -23,6 +23,18 @@ pub(super) fn section(key: &str, old: Option<&Value>, new: Option<&Value>, out: 
     }
 }
 
+/// A top-level setting that is one object (`recycle_policy`): added, removed, or diffed
+/// field by field.
+pub(super) fn setting(key: &str, old: Option<&Value>, new: Option<&Value>, out: &mut Vec<RawChange>) {
+    let path = vec![Seg::Key(key.into())];
+    match (old, new) {
+        (None, None) => {}
+        (None, Some(_)) => out.push(RawChange::new(ChangeKind::Added, path, None, new)),
+        (Some(_), None) => out.push(RawChange::new(ChangeKind::Removed, path, old, None)),
+        (Some(a), Some(b)) => node(&path, a, b, out),
+    }
+}
+
 fn is_empty_list(v: &Value) -> bool {
     v.as_array().is_some_and(Vec::is_empty)
 }

@@ -83,6 +83,7 @@ fn expected_fields(parent: &[Step]) -> &'static [&'static str] {
         ["resource_queues", "resource_groups", "flavors", "resources"] => fields_of::<ResourceQuotaSpec>(),
         ["scheduling_rules"] => fields_of::<SchedulingRule>(),
         ["scheduling_rules", "priority_policy"] => fields_of::<PriorityPolicy>(),
+        ["recycle_policy"] => fields_of::<RecyclePolicy>(),
         _ => &[],
     }
 }

@@ -42,6 +42,7 @@ impl<'a> Checker<'a> {
         for (field, what, value, accepted) in policies {
             self.one_of(format!("{path}.{field}"), what, value, accepted);
         }
+        self.queue_extensions(&path, queue);
     }
 
     /// One resource group; `covered` and `flavors` carry what earlier groups of the queue hold.
@@ -75,6 +76,7 @@ impl<'a> Checker<'a> {
                 ),
                 None => {
                     covered.insert(resource, (g, k));
+                    self.sdk_resource(at, resource);
                 }
             }
         }

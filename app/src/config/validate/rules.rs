@@ -60,6 +60,9 @@ impl<'a> Checker<'a> {
 
     /// `min ≤ default ≤ max`, for the bounds that are given.
     fn priority(&mut self, path: &str, p: &PriorityPolicy) {
+        for (field, value) in [("default", p.default), ("min", p.min), ("max", p.max)] {
+            self.sdk_priority(format!("{path}.{field}"), field, value);
+        }
         if let (Some(d), Some(min)) = (p.default, p.min) {
             if d < min {
                 self.error(format!("{path}.default"), format!("default priority {d} is below min {min}"));

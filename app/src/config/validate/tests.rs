@@ -108,7 +108,29 @@ const CASES: &[Case] = &[
         &[(Error, "resource_queues[0].resource_groups[0].flavors[0].resources[0].name")]),
     ("min above max", |c| { policy(c).min = Some(10); policy(c).max = Some(5); policy(c).default = None },
         &[(Error, "scheduling_rules[0].priority_policy.min")]),
-    ("default below min", |c| policy(c).default = Some(-1), &[(Error, "scheduling_rules[0].priority_policy.default")]),
+    ("default below min", |c| policy(c).default = Some(-1), &[
+        (Warning, "scheduling_rules[0].priority_policy.default"),
+        (Error, "scheduling_rules[0].priority_policy.default"),
+    ]),
+    ("negative priorities are allowed, but not readable by the SDK", |c| { policy(c).min = Some(-10); policy(c).default = Some(-5) }, &[
+        (Warning, "scheduling_rules[0].priority_policy.default"),
+        (Warning, "scheduling_rules[0].priority_policy.min"),
+    ]),
+    ("a custom resource is allowed, but not readable by the SDK", |c| {
+        groups(c).push(group(&["tpu", "accel"], vec![flavor_quota("spot2", vec![quota("accel", Some(2.0))])]));
+        flavors(c).push(flavor("spot2", None));
+    }, &[(Warning, "resource_queues[0].resource_groups[1].covered_resources[1]")]),
+    ("recycle_policy is accepted and said to do nothing", |c| {
+        c.recycle_policy = Some(RecyclePolicy { rotation_interval: Some("24h".into()), max_workloads: Some(10), max_idle_duration: None })
+    }, &[(Warning, "recycle_policy")]),
+    ("recycle_policy follows the API's rules", |c| {
+        c.recycle_policy = Some(RecyclePolicy { rotation_interval: Some(" ".into()), max_workloads: Some(0), max_idle_duration: Some("".into()) })
+    }, &[
+        (Error, "recycle_policy.max_workloads"),
+        (Error, "recycle_policy.rotation_interval"),
+        (Error, "recycle_policy.max_idle_duration"),
+        (Warning, "recycle_policy"),
+    ]),
     ("default above max", |c| policy(c).default = Some(101), &[(Error, "scheduling_rules[0].priority_policy.default")]),
     ("bounds may be partial", |c| *policy(c) = PriorityPolicy { default: Some(7), min: Some(7), ..Default::default() }, &[]),
     ("unknown policy names", |c| {
@@ -120,6 +142,9 @@ const CASES: &[Case] = &[
         (Error, "resource_queues[0].ordering_policy"),
         (Error, "resource_queues[0].placement_policy"),
         (Error, "resource_queues[0].queueing_strategy"),
+        (Warning, "resource_queues[0].ordering_policy"),
+        (Warning, "resource_queues[0].placement_policy"),
+        (Warning, "resource_queues[0].queueing_strategy"),
     ]),
     ("known policy names", |c| {
         let q = &mut queues(c)[0];
@@ -127,7 +152,11 @@ const CASES: &[Case] = &[
         q.placement_policy = Some("spread".into());
         q.queueing_strategy = Some("strict_fifo".into());
         q.cohort_name = Some("lab".into());
-    }, &[]),
+    }, &[
+        (Warning, "resource_queues[0].ordering_policy"),
+        (Warning, "resource_queues[0].placement_policy"),
+        (Warning, "resource_queues[0].queueing_strategy"),
+    ]),
     ("blank cohort", |c| queues(c)[0].cohort_name = Some("".into()), &[(Error, "resource_queues[0].cohort_name")]),
     ("rule to an undefined queue", |c| rules(c).iter_mut().for_each(|r| r.resource_queue = "reserch".into()), &[
         (Warning, "resource_queues[0]"),
@@ -230,6 +259,11 @@ fn messages_name_the_offending_values() {
         (|c| rules(c).push(rule("research", None)),
             "this rule can never match: scheduling_rules[1] before it is a catch-all (it has no selector)"),
         (|c| policy(c).default = Some(101), "default priority 101 is above max 100"),
+        (|c| queues(c)[0].placement_policy = Some("spread".into()),
+            "not readable by the anyscale SDK: `placement_policy` is a Berth extension; the SDK drops it when it reads this config"),
+        (|c| groups(c)[0].covered_resources = vec!["gpu".into(), "accel".into()],
+            "not readable by the anyscale SDK: it accepts only cpu, memory_gb, gpu, tpu in covered_resources, so reading this config with it fails on `accel`"),
+        (|c| policy(c).min = Some(-1), "not readable by the anyscale SDK: it refuses negative priorities, so reading this config with it fails on min -1"),
     ];
     for (mutate, want) in cases {
         assert_eq!(message(*mutate), *want);

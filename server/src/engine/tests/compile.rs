@@ -86,7 +86,7 @@ pub(crate) fn near_valid_config() -> impl Strategy<Value = SchedulerConfig> {
         proptest::option::of(proptest::collection::vec(queue(), some(3))),
         proptest::option::of(proptest::collection::vec(rule(), some(3))),
     )
-        .prop_map(|(resource_flavors, resource_queues, scheduling_rules)| SchedulerConfig { resource_flavors, resource_queues, scheduling_rules })
+        .prop_map(|(resource_flavors, resource_queues, scheduling_rules)| SchedulerConfig { resource_flavors, resource_queues, scheduling_rules, recycle_policy: None })
 }
 
 proptest! {

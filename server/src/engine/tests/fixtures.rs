@@ -28,7 +28,7 @@ pub fn expr(key: &str, operator: Operator, values: &[&str]) -> MatchExpression {
 pub struct ConfigB(SchedulerConfig);
 
 pub fn config() -> ConfigB {
-    ConfigB(SchedulerConfig { resource_flavors: Some(vec![]), resource_queues: Some(vec![]), scheduling_rules: None })
+    ConfigB(SchedulerConfig { resource_flavors: Some(vec![]), resource_queues: Some(vec![]), ..Default::default() })
 }
 
 impl ConfigB {

@@ -9,8 +9,9 @@ use tower::ServiceExt;
 use super::document;
 
 /// Route registrations of the HTTP modules: each `.route("…", get(…).post(…))` is one line.
-const SOURCES: [&str; 6] = [
+const SOURCES: [&str; 7] = [
     include_str!("../mod.rs"),
+    include_str!("../anyscale/mod.rs"),
     include_str!("../config.rs"),
     include_str!("../jobs.rs"),
     include_str!("../stream.rs"),
@@ -19,7 +20,7 @@ const SOURCES: [&str; 6] = [
 ];
 
 /// Where a module's routes are mounted.
-const PREFIXES: [&str; 3] = ["", "/api/v1", "/api/v1/scheduler/config"];
+const PREFIXES: [&str; 5] = ["", "/api/v1", "/api/v1/scheduler/config", "/api/v2", "/api/v2/scheduler"];
 
 const METHODS: [&str; 5] = ["get", "post", "put", "patch", "delete"];
 
@@ -120,7 +121,7 @@ async fn every_documented_operation_is_routed() {
     let app = crate::http::api_routes(state);
     let doc = document().unwrap();
     for (path, method) in operations(&doc) {
-        let uri = path.replace("{id}", "j-none").replace("{version}", "1").replace("{name}", "default");
+        let uri = path.replace("{id}", "j-none").replace("{version}", "1").replace("{name}", "default").replace("{queue_id}", "default");
         let request = Request::builder()
             .method(Method::from_bytes(method.to_uppercase().as_bytes()).unwrap())
             .uri(&uri)

@@ -20,6 +20,7 @@
 mod load;
 mod now;
 mod report;
+pub mod routing;
 pub mod window;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -168,11 +168,25 @@ pub struct JobFilter {
     pub submitted_before_us: Option<i64>,
 }
 
-/// Filters of the event log.
+/// Filters of the event log; all given ones must hold.
 #[derive(Debug, Clone, Default)]
 pub struct EventFilter {
+    /// Any of these kinds (with [`EventFilter::finished_succeeded`], or that).
     pub kinds: Vec<String>,
+    /// Also `finished` events of runs that succeeded (`true`) or failed (`false`), told by
+    /// their message, which is `succeeded` exactly for a success.
+    pub finished_succeeded: Option<bool>,
     pub queue: Option<String>,
+    /// Any of these queues.
+    pub queues: Vec<String>,
+    /// Events naming any of these flavors (an event of a job on several names them all).
+    pub flavors: Vec<String>,
+    /// Events of jobs that were last placed on this backend.
+    pub backend: Option<String>,
+    /// Events of jobs this user submitted, and of config versions they applied.
+    pub user: Option<String>,
+    /// The one event with this `seq`.
+    pub seq: Option<i64>,
     pub job_id: Option<String>,
     /// Preemptions this job caused (`preempted` events naming it as the preemptor).
     pub preemptor: Option<String>,
@@ -450,7 +464,7 @@ impl JobStore {
         if let Some(text) = &filter.search {
             // Case-insensitive: SQLite's LIKE already is (for ASCII), PostgreSQL needs ILIKE.
             // LOWER() on both sides would cost SQLite 3x on a full scan.
-            let pattern = format!("%{}%", text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+            let pattern = format!("%{}%", like_escape(text));
             let like = match self.db.kind {
                 DbKind::Sqlite => "LIKE",
                 DbKind::Postgres => "ILIKE",
@@ -483,23 +497,50 @@ impl JobStore {
             true => Sql::new(format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq < ?"), Bind::I(cursor.unwrap_or(i64::MAX))),
             false => Sql::new(format!("SELECT {EVENT_COLUMNS} FROM events WHERE seq > ?"), Bind::I(cursor.unwrap_or(0))),
         };
-        if !filter.kinds.is_empty() {
+        if !filter.kinds.is_empty() || filter.finished_succeeded.is_some() {
             // Kinds are checked against the known list by the caller; still bound, not spliced.
-            sql.text.push_str(" AND kind IN (");
-            for (i, k) in filter.kinds.iter().enumerate() {
-                sql.push(if i > 0 { ", ?" } else { "?" }, Bind::S(k.clone()));
+            let mut any = Vec::new();
+            if !filter.kinds.is_empty() {
+                any.push(format!("kind IN ({})", vec!["?"; filter.kinds.len()].join(", ")));
             }
-            sql.text.push(')');
+            if let Some(ok) = filter.finished_succeeded {
+                any.push(format!("(kind = 'finished' AND message {} 'succeeded')", if ok { "=" } else { "<>" }));
+            }
+            sql.in_list(&format!(" AND ({})", any.join(" OR ")), filter.kinds.iter().cloned().map(Bind::S));
         }
         if let Some(q) = &filter.queue {
             sql.push(" AND queue = ?", Bind::S(q.clone()));
+        }
+        if !filter.queues.is_empty() {
+            sql.in_list(&format!(" AND queue IN ({})", vec!["?"; filter.queues.len()].join(", ")), filter.queues.iter().cloned().map(Bind::S));
+        }
+        if !filter.flavors.is_empty() {
+            // `flavor` lists the job's flavors, comma-separated: look for `,name,` in
+            // `,list,`. SQLite's LIKE ignores case, so there it is GLOB (which does not).
+            let (op, pattern): (&str, fn(&str) -> String) = match self.db.kind {
+                DbKind::Sqlite => ("GLOB ?", |f| format!("*,{},*", glob_escape(f))),
+                DbKind::Postgres => ("LIKE ? ESCAPE '\\'", |f| format!("%,{},%", like_escape(f))),
+            };
+            let one = format!("(',' || flavor || ',') {op}");
+            let clause = format!(" AND ({})", vec![one.as_str(); filter.flavors.len()].join(" OR "));
+            sql.in_list(&clause, filter.flavors.iter().map(|f| Bind::S(pattern(f))));
+        }
+        if let Some(b) = &filter.backend {
+            sql.push(" AND job_id IN (SELECT id FROM jobs WHERE backend = ?)", Bind::S(b.clone()));
+        }
+        if let Some(u) = &filter.user {
+            sql.push(" AND (job_id IN (SELECT id FROM jobs WHERE submitter = ?)", Bind::S(u.clone()));
+            sql.push(" OR (kind = 'config_applied' AND config_version IN (SELECT version FROM config_versions WHERE creator_id = ?)))", Bind::S(u.clone()));
+        }
+        if let Some(seq) = filter.seq {
+            sql.push(" AND seq = ?", Bind::I(seq));
         }
         if let Some(j) = &filter.job_id {
             sql.push(" AND job_id = ?", Bind::S(j.clone()));
         }
         if let Some(p) = &filter.preemptor {
             // Ids are `[A-Za-z0-9_-]`; `_` is escaped so the pattern matches this id only.
-            let pattern = format!("%\"preemptor\":\"{}\"%", p.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_"));
+            let pattern = format!("%\"preemptor\":\"{}\"%", like_escape(p));
             sql.push(" AND kind = 'preempted' AND detail_json LIKE ? ESCAPE '\\'", Bind::S(pattern));
         }
         if let Some(t) = filter.since_us {
@@ -514,6 +555,20 @@ impl JobStore {
         let more = rows.len() as i64 > limit;
         let events = rows.iter().take(limit as usize).map(event_from_row).collect::<Result<_>>()?;
         Ok((events, more))
+    }
+
+    /// `(submitter, backend)` of each of `ids` that exists: who an event's job belongs to and
+    /// where it last ran.
+    pub async fn owners(&self, ids: &[String]) -> Result<HashMap<String, (String, Option<String>)>> {
+        let mut out = HashMap::new();
+        for chunk in ids.chunks(ROWS_PER_INSERT) {
+            let mut sql = Sql { text: String::from("SELECT id, submitter, backend FROM jobs WHERE id IN ("), binds: Vec::new() };
+            sql.in_list(&format!("{})", vec!["?"; chunk.len()].join(", ")), chunk.iter().cloned().map(Bind::S));
+            for row in sql.fetch_all(&self.db).await? {
+                out.insert(row.try_get(0)?, (row.try_get(1)?, row.try_get(2)?));
+            }
+        }
+        Ok(out)
     }
 
     /// A stage with its jobs' states.

@@ -30,6 +30,17 @@ impl Sql {
         self.text.push_str(&clause.replace('?', &format!("${}", self.binds.len())));
     }
 
+    /// Appends `clause`, whose `?`s take `binds` in order.
+    pub(super) fn in_list(&mut self, clause: &str, binds: impl IntoIterator<Item = Bind>) {
+        let mut parts = clause.split('?');
+        self.text.push_str(parts.next().unwrap_or(""));
+        for (part, b) in parts.zip(binds) {
+            self.binds.push(b);
+            self.text.push_str(&format!("${}", self.binds.len()));
+            self.text.push_str(part);
+        }
+    }
+
     pub(super) async fn fetch_all(self, db: &Db) -> Result<Vec<AnyRow>> {
         let mut query = sqlx::query(sqlx::AssertSqlSafe(self.text));
         for b in self.binds {
@@ -40,6 +51,21 @@ impl Sql {
         }
         Ok(query.fetch_all(&db.pool).await?)
     }
+}
+
+/// `text` for a `LIKE … ESCAPE '\'` pattern: `\`, `%` and `_` match only themselves.
+pub(super) fn like_escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+}
+
+/// `text` for a `GLOB` pattern: `*`, `?` and `[` match only themselves.
+pub(super) fn glob_escape(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '*' | '?' | '[' => format!("[{c}]"),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// `rows` tuples of `width` placeholders, each followed by `tail` (literal SQL), for

@@ -103,3 +103,54 @@ async fn multi_row_writes_put_every_value_in_its_column() {
     assert_eq!(all.len(), 2 * (ROWS_PER_INSERT + 20));
     assert!(all.iter().any(|e| e.message == "started j0519" && e.job_id.as_deref() == Some("j0519")));
 }
+
+#[tokio::test]
+async fn events_filter_by_queues_flavors_owners_and_outcome() {
+    let store = store("event-filters").await;
+    let (mut a, mut b) = (job("a"), job("b"));
+    a.submitter = "ann".into();
+    a.backend = Some("ray".into());
+    b.submitter = "bob".into();
+    let on = |kind, job: &str, queue: &str, flavor: Option<&str>, message: &str| NewEvent {
+        queue: Some(queue.into()),
+        flavor: flavor.map(Into::into),
+        message: message.into(),
+        ..event(kind, job)
+    };
+    let events = [
+        on("admitted", "a", "research", Some("spot,big_gpu"), "admitted"),
+        on("finished", "a", "research", Some("spot,big_gpu"), "succeeded"),
+        on("admitted", "b", "batch", Some("SPOT"), "admitted"),
+        on("finished", "b", "batch", Some("SPOT"), "exited with code 1"),
+        on("submitted", "b", "other", None, "submitted"),
+    ];
+    store.insert(None, &[a.clone(), b], &events).await.expect("insert");
+    // A job's backend is written when it is placed, not at submit.
+    store.update(2, &[(&a, false)], &[]).await.expect("placed");
+    let messages = |f: EventFilter| {
+        let store = store.clone();
+        async move {
+            let (events, _) = store.events(&f, None, 100).await.expect("events");
+            events.into_iter().map(|e| format!("{} {}", e.job_id.unwrap_or_default(), e.message)).collect::<Vec<_>>()
+        }
+    };
+    let queues = EventFilter { queues: vec!["research".into(), "other".into()], ..Default::default() };
+    assert_eq!(messages(queues).await, ["a admitted", "a succeeded", "b submitted"]);
+    // A flavor is matched whole and with its case, wherever it stands in the list.
+    for (flavor, want) in [("spot", vec!["a admitted", "a succeeded"]), ("big_gpu", vec!["a admitted", "a succeeded"]), ("big", vec![]), ("SPOT", vec!["b admitted", "b exited with code 1"])] {
+        let f = EventFilter { flavors: vec![flavor.into()], ..Default::default() };
+        assert_eq!(messages(f).await, want, "flavor {flavor}");
+    }
+    let failed = EventFilter { finished_succeeded: Some(false), ..Default::default() };
+    assert_eq!(messages(failed).await, ["b exited with code 1"]);
+    let succeeded_or_submitted = EventFilter { kinds: vec!["submitted".into()], finished_succeeded: Some(true), ..Default::default() };
+    assert_eq!(messages(succeeded_or_submitted).await, ["a succeeded", "b submitted"]);
+    let bobs = EventFilter { user: Some("bob".into()), kinds: vec!["admitted".into()], ..Default::default() };
+    assert_eq!(messages(bobs).await, ["b admitted"]);
+    let on_ray = EventFilter { backend: Some("ray".into()), ..Default::default() };
+    assert_eq!(messages(on_ray).await.len(), 2);
+    let owners = store.owners(&["a".into(), "b".into(), "nobody".into()]).await.expect("owners");
+    assert_eq!(owners.get("a"), Some(&("ann".to_string(), Some("ray".to_string()))));
+    assert_eq!(owners.get("b"), Some(&("bob".to_string(), None)));
+    assert_eq!(owners.len(), 2);
+}
