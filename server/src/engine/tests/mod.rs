@@ -4,6 +4,7 @@
 // Table rows are tuples of literals by design.
 #![allow(clippy::type_complexity)]
 
+mod cohort;
 pub(crate) mod compile;
 mod fixtures;
 mod props;

@@ -1,0 +1,195 @@
+//! Cohorts: queues that pool their unused nominal quota, in milli-units, per flavor and
+//! resource — Kueue's model for a flat cohort (`pkg/cache/scheduler/resource_node.go`).
+//!
+//! A queue's cell (queue × flavor × resource) has a nominal quota `N`, a lending limit `L`
+//! (all of `N` when omitted) and a borrowing limit `B` (none when omitted). Its *guaranteed*
+//! part `G = N − L` never leaves it. The cohort's *pool* for one flavor and resource holds
+//! what its members lend, `Σ L`, and counts as used what each member uses above its
+//! guaranteed part, `Σ max(0, U − G)`. A member may take `max(0, G − U)` from its own
+//! guaranteed part plus what the pool has idle, but never more from the pool than `L` plus
+//! `B` in all (what it lends plus what it may borrow). It *borrows* what it uses above `N`.
+//! An unlimited nominal lends without limit (or its `lending_limit`) and never borrows.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use super::resources::Milli;
+use super::state::State;
+
+/// `State::pool_of` for a cell outside any cohort.
+pub(crate) const NO_POOL: u32 = u32::MAX;
+
+/// One cell's quota terms in its cohort.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Terms {
+    pub nominal: Milli,
+    pub lend: Milli,
+    pub limit: Milli,
+}
+
+/// `a − b`, where an unlimited `a` stays unlimited.
+fn sub(a: Milli, b: Milli) -> Milli {
+    if a == Milli::UNLIMITED { a } else { a.minus(b) }
+}
+
+impl Terms {
+    /// What never leaves the queue: `N − L` (unlimited when `N` is and `L` is not).
+    pub fn guaranteed(self) -> Milli {
+        match (self.nominal == Milli::UNLIMITED, self.lend == Milli::UNLIMITED) {
+            (true, true) => Milli::ZERO,
+            (true, false) => Milli::UNLIMITED,
+            _ => self.nominal.minus(self.lend).max(Milli::ZERO),
+        }
+    }
+
+    /// Usage counted in the pool: above the guaranteed part.
+    pub fn in_pool(self, used: Milli) -> Milli {
+        sub(used, self.guaranteed()).max(Milli::ZERO).min(used.max(Milli::ZERO))
+    }
+
+    /// Usage above the nominal quota.
+    pub fn borrowed(self, used: Milli) -> Milli {
+        if self.nominal == Milli::UNLIMITED { Milli::ZERO } else { used.minus(self.nominal).max(Milli::ZERO) }
+    }
+
+    /// How much more the queue may use now: its own idle guaranteed part plus what the pool
+    /// has idle, capped by what it lends plus its borrowing limit.
+    pub fn available(self, used: Milli, pool_cap: Milli, pool_used: Milli) -> Milli {
+        let g = self.guaranteed();
+        if g == Milli::UNLIMITED {
+            return Milli::UNLIMITED;
+        }
+        let local = g.minus(used).max(Milli::ZERO);
+        let mut pool = sub(pool_cap, pool_used);
+        if self.limit != Milli::UNLIMITED {
+            pool = pool.min(sub(self.lend, self.in_pool(used)).plus(self.limit));
+        }
+        local.plus(pool)
+    }
+
+    /// The most the queue could ever use: its guaranteed part plus the whole pool, capped by
+    /// nominal plus borrowing limit.
+    pub fn potential(self, pool_cap: Milli) -> Milli {
+        self.guaranteed().plus(pool_cap).min(self.nominal.plus(self.limit))
+    }
+}
+
+impl State<'_> {
+    /// Builds the pools: one per cohort × flavor × resource some member covers.
+    pub(crate) fn build_pools(&mut self) {
+        let c = self.c;
+        let mut ids: HashMap<(usize, usize, usize), u32> = HashMap::new();
+        for (q, def) in c.queues.iter().enumerate() {
+            let Some(cohort) = def.cohort else { continue };
+            for (slot, s) in def.slots.iter().enumerate() {
+                for &k in &def.groups[s.group].resources {
+                    let p = *ids.entry((cohort, s.flavor, k)).or_insert_with(|| {
+                        self.pools.push((cohort, s.flavor, k));
+                        self.pool_cap.push(Milli::ZERO);
+                        self.pool_used.push(Milli::ZERO);
+                        (self.pools.len() - 1) as u32
+                    });
+                    let cell = self.cell(q, slot, k);
+                    self.pool_of[cell] = p;
+                    self.pool_cap[p as usize] = self.pool_cap[p as usize].plus(self.lend[cell]);
+                }
+            }
+        }
+        self.lendable = vec![Milli::ZERO; c.cohorts.len() * self.r];
+        for (&(cohort, _, k), cap) in self.pools.iter().zip(&self.pool_cap) {
+            let at = cohort * self.r + k;
+            self.lendable[at] = self.lendable[at].plus(*cap);
+        }
+    }
+
+    /// The terms of a cell.
+    pub(crate) fn terms(&self, cell: usize) -> Terms {
+        Terms { nominal: self.quota[cell], lend: self.lend[cell], limit: self.limit[cell] }
+    }
+
+    /// The pool of a cell, if its queue is in a cohort.
+    pub(crate) fn pool(&self, cell: usize) -> Option<usize> {
+        let p = self.pool_of[cell];
+        (p != NO_POOL).then_some(p as usize)
+    }
+
+    /// Adds `amount` (negative to release) to a cell's usage, and the change above its
+    /// guaranteed part to its pool.
+    pub(crate) fn add_usage(&mut self, cell: usize, amount: Milli) {
+        let before = self.usage[cell];
+        let after = before.plus(amount);
+        self.usage[cell] = after;
+        if let Some(p) = self.pool(cell) {
+            let t = self.terms(cell);
+            self.pool_used[p] = self.pool_used[p].minus(t.in_pool(before)).plus(t.in_pool(after));
+        }
+    }
+
+    /// How much more a cell may hold now (pool included).
+    pub(crate) fn available(&self, cell: usize) -> Milli {
+        match self.pool(cell) {
+            Some(p) => self.terms(cell).available(self.usage[cell], self.pool_cap[p], self.pool_used[p]),
+            None => sub(self.quota[cell], self.usage[cell]),
+        }
+    }
+
+    /// Whether adding `a` takes the cell above its nominal quota.
+    pub(crate) fn borrows_with(&self, cell: usize, a: Milli) -> bool {
+        self.pool(cell).is_some() && self.quota[cell] != Milli::UNLIMITED && self.usage[cell].plus(a) > self.quota[cell]
+    }
+
+    /// Whether the cell's queue uses more than its nominal there.
+    pub(crate) fn borrowing(&self, cell: usize) -> bool {
+        self.borrows_with(cell, Milli::ZERO)
+    }
+
+    /// Whether queue `q` uses more than its nominal in any cell.
+    pub(crate) fn queue_borrowing(&self, q: usize) -> bool {
+        let def = &self.c.queues[q];
+        def.cohort.is_some()
+            && def.slots.iter().enumerate().any(|(slot, s)| {
+                def.groups[s.group].resources.iter().any(|&k| self.borrowing(self.cell(q, slot, k)))
+            })
+    }
+
+    /// The most a cell could ever hold, whatever its peers use.
+    pub(crate) fn potential(&self, cell: usize) -> Milli {
+        match self.pool(cell) {
+            Some(p) => self.terms(cell).potential(self.pool_cap[p]),
+            None => self.quota[cell],
+        }
+    }
+
+    /// Kueue's weighted dominant resource share of queue `q` if it also held `row` under the
+    /// first flavor of each group: per resource, what it would borrow over what its cohort
+    /// can lend of that resource (all flavors), the largest, in thousandths, times 1000 over
+    /// its weight. 0 when it borrows nothing; `i64::MAX` for a borrowing queue of weight 0.
+    pub(crate) fn share(&self, q: usize, row: &[Milli]) -> i64 {
+        let def = &self.c.queues[q];
+        let Some(cohort) = def.cohort else { return 0 };
+        let mut dominant: i64 = 0;
+        for k in 0..self.r {
+            let mut borrowed = Milli::ZERO;
+            for (slot, s) in def.slots.iter().enumerate() {
+                if def.covered.get(k).copied().flatten() != Some(s.group) {
+                    continue;
+                }
+                let cell = self.cell(q, slot, k);
+                let first = def.groups[s.group].slots.start == slot;
+                let extra = if first { row.get(k).copied().unwrap_or_default() } else { Milli::ZERO };
+                borrowed = borrowed.plus(self.terms(cell).borrowed(self.usage[cell].plus(extra)));
+            }
+            if borrowed == Milli::ZERO {
+                continue;
+            }
+            let lendable = self.lendable[cohort * self.r + k];
+            let ratio = if lendable > Milli::ZERO { (i128::from(borrowed.0) * 1000 / i128::from(lendable.0)) as i64 } else { 0 };
+            dominant = dominant.max(ratio);
+        }
+        match dominant.cmp(&0) {
+            Ordering::Equal => 0,
+            _ if def.weight == Milli::ZERO => i64::MAX,
+            _ => (i128::from(dominant) * 1_000_000 / i128::from(def.weight.0)).min(i128::from(i64::MAX - 1)) as i64,
+        }
+    }
+}
