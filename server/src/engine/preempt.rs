@@ -150,8 +150,9 @@ pub(crate) fn find(
 /// Candidates for the odometer's current tuple, then removal and fill-back.
 fn try_combo(st: &mut State, q: usize, prio: i64, row: &[Milli], sc: &mut Scratch) -> Option<usize> {
     let def = &st.c.queues[q];
-    // The cells this tuple charges; Kueue's gate: each request fits the most the cell could
-    // hold, and its nominal quota unless the queue may preempt while borrowing.
+    // The cells this tuple charges; Kueue's gate, for each cell short of room: the request
+    // fits the most the cell could hold, and its nominal quota unless the queue may preempt
+    // while borrowing.
     sc.cells.clear();
     sc.short.clear();
     for k in 0..st.r {
@@ -160,11 +161,11 @@ fn try_combo(st: &mut State, q: usize, prio: i64, row: &[Milli], sc: &mut Scratc
         }
         let g = st.covered(q, k)?;
         let cell = st.cell(q, slot_of(sc, g), k);
-        if row[k] > st.potential(cell) || (row[k] > st.quota[cell] && !def.borrow_preempt) {
-            return None;
-        }
         sc.cells.push((cell, row[k]));
         if row[k] > st.available(cell) {
+            if row[k] > st.potential(cell) || (row[k] > st.quota[cell] && !def.borrow_preempt) {
+                return None;
+            }
             sc.short.push(cell);
         }
     }

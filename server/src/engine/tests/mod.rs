@@ -7,6 +7,7 @@
 mod cohort;
 pub(crate) mod compile;
 mod fixtures;
+mod kueue;
 mod props;
 mod route;
 mod schedule;
