@@ -193,3 +193,83 @@ impl State<'_> {
         }
     }
 }
+
+/// What one quota cell of a cohort member borrows from its cohort and lends to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CellShare {
+    /// Usage above the nominal quota.
+    pub borrowed: Milli,
+    /// The part of the cohort's borrowing this cell's idle lendable quota carries: the
+    /// cohort's borrowed total (per flavor and resource) split among its members in
+    /// proportion to what each has idle and lendable.
+    pub lent: Milli,
+}
+
+/// [`CellShare`] of every cell, given each cell's usage (same order); zero outside cohorts.
+pub fn cohort_shares(cells: &[super::QuotaCell], used: &[Milli]) -> Vec<CellShare> {
+    let terms = |c: &super::QuotaCell| Terms {
+        nominal: c.nominal.unwrap_or(Milli::UNLIMITED),
+        lend: c.lendable.unwrap_or(Milli::UNLIMITED),
+        limit: c.borrowing_limit.unwrap_or(Milli::UNLIMITED),
+    };
+    let mut out = vec![CellShare::default(); cells.len()];
+    // Per pool: the members' cells, what they borrow and what they have idle to lend.
+    let mut pools: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
+    for (i, c) in cells.iter().enumerate() {
+        if let Some(cohort) = &c.cohort {
+            pools.entry((cohort, &c.flavor, &c.resource)).or_default().push(i);
+            out[i].borrowed = terms(c).borrowed(used.get(i).copied().unwrap_or_default());
+        }
+    }
+    for members in pools.values() {
+        let borrowed = members.iter().fold(Milli::ZERO, |s, &i| s.plus(out[i].borrowed));
+        let idle: Vec<Milli> = members
+            .iter()
+            .map(|&i| {
+                let t = terms(&cells[i]);
+                let in_pool = t.in_pool(used.get(i).copied().unwrap_or_default());
+                sub(t.lend, in_pool.min(t.lend)).max(Milli::ZERO)
+            })
+            .collect();
+        let unlimited = idle.iter().filter(|m| **m == Milli::UNLIMITED).count();
+        let total = idle.iter().fold(Milli::ZERO, |s, m| s.plus(*m));
+        for (&i, &mine) in members.iter().zip(&idle) {
+            out[i].lent = match (unlimited, total > Milli::ZERO) {
+                (0, true) => Milli((i128::from(borrowed.0) * i128::from(mine.0) / i128::from(total.0)) as i64),
+                (0, false) => Milli::ZERO,
+                (n, _) if mine == Milli::UNLIMITED => Milli(borrowed.0 / n as i64),
+                _ => Milli::ZERO,
+            };
+        }
+    }
+    out
+}
+
+/// Kueue's dominant resource share of a cohort member, from its cells' shares: per
+/// resource, what it borrows over what the cohort lends of it (all flavors), the largest,
+/// in thousandths; weighted by `1000 / weight`. `None` when it borrows nothing.
+pub fn dominant_share(cells: &[super::QuotaCell], shares: &[CellShare], queue: &str, weight: Milli) -> Option<i64> {
+    let cohort = cells.iter().find(|c| &*c.queue == queue)?.cohort.clone()?;
+    let mut borrowed: HashMap<&str, Milli> = HashMap::new();
+    let mut lendable: HashMap<&str, Milli> = HashMap::new();
+    for (c, s) in cells.iter().zip(shares) {
+        if c.cohort.as_deref() != Some(&*cohort) {
+            continue;
+        }
+        let l = lendable.entry(&c.resource).or_default();
+        *l = l.plus(c.lendable.unwrap_or(Milli::UNLIMITED));
+        if &*c.queue == queue {
+            let b = borrowed.entry(&c.resource).or_default();
+            *b = b.plus(s.borrowed);
+        }
+    }
+    let dominant = borrowed
+        .iter()
+        .filter(|(_, b)| **b > Milli::ZERO)
+        .filter_map(|(r, b)| {
+            let l = lendable.get(r).copied().unwrap_or_default();
+            (l > Milli::ZERO).then(|| (i128::from(b.0) * 1000 / i128::from(l.0)) as i64)
+        })
+        .max()?;
+    Some(if weight == Milli::ZERO { i64::MAX } else { (i128::from(dominant) * 1000 / i128::from(weight.0)) as i64 })
+}

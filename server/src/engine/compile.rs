@@ -412,6 +412,16 @@ impl Compiled {
         self.queues.iter().map(|q| &q.name)
     }
 
+    /// Cohorts (name, member queues, fair sharing on) in order of first mention.
+    pub fn cohorts(&self) -> impl Iterator<Item = (&Name, Vec<&Name>, bool)> + '_ {
+        self.cohorts.iter().map(|c| (&c.name, c.members.iter().map(|&q| &self.queues[q].name).collect(), c.fair))
+    }
+
+    /// A queue's fair-sharing weight (1 unless set).
+    pub fn weight(&self, queue: &str) -> Option<Milli> {
+        Some(self.queues[*self.queue_ids.get(queue)?].weight)
+    }
+
     /// The cohort of a queue, if it is in one.
     pub fn cohort_of(&self, queue: &str) -> Option<&Name> {
         let q = &self.queues[*self.queue_ids.get(queue)?];

@@ -108,6 +108,7 @@ mod state;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use cohort::{cohort_shares, dominant_share, CellShare};
 pub use compile::{compile, CompileError, Compiled, QuotaCell, DEFAULT_QUEUE};
 pub use cycle::schedule;
 pub use plan::{Admission, Borrowed, Cause, PendingInfo, Plan, Preemption, Victim};

@@ -38,6 +38,8 @@ pub fn routes() -> Router<AppState> {
         .route("/stages/{id}/results", get(stage_results))
         .route("/queues", get(queues))
         .route("/queues/{name}", get(queue))
+        .route("/cohorts", get(cohorts))
+        .route("/cohorts/{name}", get(cohort))
         .route("/nodes", get(nodes))
         .route("/events", get(events))
         .route("/history", get(history))
@@ -260,6 +262,18 @@ async fn queues(State(state): State<AppState>) -> Result<Response, ApiError> {
 async fn queue(State(state): State<AppState>, PathText(name): PathText) -> Result<Response, ApiError> {
     let mut views = state.runtime.queues(Some(name.clone())).await.map_err(|e| match e {
         RuntimeError::Invalid(_) => ApiError::not_found(format!("queue `{name}` is not in the active config")),
+        other => other.into(),
+    })?;
+    Ok(Json(views.remove(0)).into_response())
+}
+
+async fn cohorts(State(state): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(json!({ "cohorts": state.runtime.cohorts(None).await? })).into_response())
+}
+
+async fn cohort(State(state): State<AppState>, PathText(name): PathText) -> Result<Response, ApiError> {
+    let mut views = state.runtime.cohorts(Some(name.clone())).await.map_err(|e| match e {
+        RuntimeError::Invalid(_) => ApiError::not_found(format!("cohort `{name}` is not in the active config")),
         other => other.into(),
     })?;
     Ok(Json(views.remove(0)).into_response())

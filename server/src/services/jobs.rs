@@ -11,13 +11,13 @@ use std::sync::{Arc, RwLock};
 
 use app::auth::Role;
 use app::jobs::{
-    EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, ReportedUse, Sample,
+    CohortView, EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, ReportedUse, Sample,
     StageCreated, StageRejection, StageRequest, StageResults, StageStatus,
 };
 use tokio::sync::{mpsc, oneshot};
 
 use super::request;
-use super::views::queue_views;
+use super::views::{cohort_views, queue_views};
 use crate::admission::intake::{submit_event, write_submissions, Submission};
 use crate::admission::{self, Cmd, LoopError, Loop, Settings, Shared, State};
 use crate::backends::{self as backend, local, Registry, RunId, Stream};
@@ -376,6 +376,18 @@ impl Runtime {
         if let Some(n) = name {
             if views.is_empty() {
                 return Err(RuntimeError::Invalid(format!("queue: no queue named `{n}` in the active config")));
+            }
+        }
+        Ok(views)
+    }
+
+    /// Every cohort with its members' usage, borrowing, lending and shares; or the one named.
+    pub async fn cohorts(&self, name: Option<String>) -> Result<Vec<CohortView>, RuntimeError> {
+        let want = name.clone();
+        let views = self.ask(move |s| cohort_views(s, want.as_deref())).await?;
+        if let Some(n) = name {
+            if views.is_empty() {
+                return Err(RuntimeError::Invalid(format!("cohort: no cohort named `{n}` in the active config")));
             }
         }
         Ok(views)

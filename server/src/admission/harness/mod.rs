@@ -18,9 +18,13 @@ use crate::services::config::ConfigService;
 use crate::store::config::{ApplyMeta, ConfigStore};
 use crate::store::Db;
 
-/// One node with 4 CPUs; starts succeed at once and are recorded, as are stops.
+mod cohort;
+
+/// One node with `cpus` CPUs (4 unless said); starts succeed at once and are recorded, as
+/// are stops.
 #[derive(Debug, Default)]
 struct FakeBackend {
+    cpus: f64,
     started: Mutex<Vec<RunId>>,
     stopped: Mutex<Vec<RunId>>,
 }
@@ -30,7 +34,7 @@ impl Backend for FakeBackend {
         "fake"
     }
     fn nodes(&self) -> Vec<Node> {
-        let cpu = Resources::new([("cpu", Milli::from_f64(4.0).expect("4"))]);
+        let cpu = Resources::new([("cpu", Milli::from_f64(self.cpus).expect("a number"))]);
         vec![Node { id: "n1".into(), backend: "fake".into(), labels: Default::default(), capacity: cpu, used_outside: Resources::default() }]
     }
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {
@@ -64,13 +68,18 @@ struct Harness {
 impl Harness {
     /// A loop under `config` (YAML), its fake backend idle.
     async fn new(config: &str) -> Harness {
+        Harness::with_cpus(config, 4.0).await
+    }
+
+    /// [`Harness::new`] with a node of `cpus` CPUs.
+    async fn with_cpus(config: &str, cpus: f64) -> Harness {
         let dir = std::env::temp_dir().join(crate::clock::new_id("berth_harness"));
         std::fs::create_dir_all(&dir).unwrap();
         let db = Db::connect(&format!("sqlite://{}/berth.db", dir.display())).await.unwrap();
         let service = Arc::new(ConfigService::start(ConfigStore::new(db.clone())).await.unwrap());
         let harness_config = parse_auto(config).expect("a config");
         service.apply(&Caller::anonymous(), &harness_config, &ApplyMeta::default()).await.expect("applies");
-        let backend = Arc::new(FakeBackend::default());
+        let backend = Arc::new(FakeBackend { cpus, ..FakeBackend::default() });
         let mut backends = Registry::default();
         backends.register(backend.clone()).unwrap();
         let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
