@@ -64,10 +64,19 @@ pub(super) fn reclaimed(now: i64, p: &Preemption, preemptor: &Live, cohort: Opti
 pub(super) fn borrowed(now: i64, a: &Admission, live: &Live) -> Option<NewEvent> {
     let cohort = &a.borrowed.first()?.cohort;
     let what: Vec<String> = a.borrowed.iter().map(|b| format!("{} {} of flavor {}", b.resource, b.amount, b.flavor)).collect();
-    let mut e = job_event(now, "borrowed", live, format!("borrows {} from cohort {cohort}", what.join(", ")));
+    let mut lenders: Vec<&str> = a.borrowed.iter().flat_map(|b| b.lenders.iter().map(|(q, _)| &**q)).collect();
+    lenders.sort_unstable();
+    lenders.dedup();
+    let by = if lenders.is_empty() { String::new() } else { format!(" (lent by {})", lenders.join(", ")) };
+    let mut e = job_event(now, "borrowed", live, format!("borrows {} from cohort {cohort}{by}", what.join(", ")));
     e.detail = Some(json!({
         "cohort": &**cohort,
-        "borrowed": a.borrowed.iter().map(|b| json!({"flavor": &*b.flavor, "resource": &*b.resource, "amount": b.amount.as_f64()})).collect::<Vec<_>>(),
+        "borrowed": a.borrowed.iter().map(|b| json!({
+            "flavor": &*b.flavor,
+            "resource": &*b.resource,
+            "amount": b.amount.as_f64(),
+            "lenders": b.lenders.iter().map(|(q, m)| json!({"queue": &**q, "amount": m.as_f64()})).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
     }));
     Some(e)
 }

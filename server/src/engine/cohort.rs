@@ -143,6 +143,50 @@ impl State<'_> {
         self.borrows_with(cell, Milli::ZERO)
     }
 
+    /// Who lends `amount` borrowed by queue `q` in `cell`'s pool: each peer's share in
+    /// proportion to its idle lendable quota there (the remainder to the first), in config
+    /// order; empty outside a cohort.
+    pub(crate) fn lenders(&self, q: usize, cell: usize, amount: Milli) -> Vec<(super::resources::Name, Milli)> {
+        let Some(p) = self.pool(cell) else { return Vec::new() };
+        let (cohort, flavor, k) = self.pools[p];
+        let mut idle: Vec<(usize, Milli)> = Vec::new();
+        for &m in self.c.cohorts[cohort].members.iter().filter(|&&m| m != q) {
+            let def = &self.c.queues[m];
+            let Some(slot) = def.slots.iter().position(|s| s.flavor == flavor) else { continue };
+            if def.covered.get(k).copied().flatten() != Some(def.slots[slot].group) {
+                continue;
+            }
+            let c = self.cell(m, slot, k);
+            let t = self.terms(c);
+            let free = sub(t.lend, t.in_pool(self.usage[c]).min(t.lend)).max(Milli::ZERO);
+            if free > Milli::ZERO {
+                idle.push((m, free));
+            }
+        }
+        let total = idle.iter().fold(Milli::ZERO, |s, (_, f)| s.plus(*f));
+        if total == Milli::ZERO {
+            return Vec::new();
+        }
+        let mut out: Vec<(super::resources::Name, Milli)> = idle
+            .iter()
+            .map(|&(m, free)| {
+                let part = if total == Milli::UNLIMITED || free == Milli::UNLIMITED {
+                    if free == Milli::UNLIMITED { amount } else { Milli::ZERO }
+                } else {
+                    Milli((i128::from(amount.0) * i128::from(free.0) / i128::from(total.0)) as i64)
+                };
+                (self.c.queues[m].name.clone(), part)
+            })
+            .collect();
+        let given = out.iter().fold(Milli::ZERO, |s, (_, a)| s.plus(*a));
+        // Rounding leaves at most a few thousandths: the first lender carries them.
+        if let Some(first) = out.first_mut() {
+            first.1 = first.1.plus(amount.minus(given).max(Milli::ZERO));
+        }
+        out.retain(|(_, a)| *a > Milli::ZERO);
+        out
+    }
+
     /// Whether queue `q` uses more than its nominal in any cell.
     pub(crate) fn queue_borrowing(&self, q: usize) -> bool {
         let def = &self.c.queues[q];

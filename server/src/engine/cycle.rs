@@ -227,7 +227,8 @@ impl Cycle {
         self.sc.choice = choice;
     }
 
-    /// Charges an admission to the working copy; what it borrows from the queue's cohort.
+    /// Charges an admission to the working copy; what it borrows from the queue's cohort,
+    /// and from whom.
     fn charge(&mut self, st: &mut State, q: usize, choice: &[(usize, usize)], row: &[Milli], node: usize) -> Vec<Borrowed> {
         let def = &st.c.queues[q];
         let Some(cohort) = def.cohort else {
@@ -240,23 +241,24 @@ impl Cycle {
             .filter(|&(_, k)| row[k] != Milli::ZERO)
             .map(|(slot, k)| {
                 let cell = st.cell(q, slot, k);
-                (slot, k, st.terms(cell).borrowed(st.usage[cell]))
+                let amount = st.terms(cell).borrowed(st.usage[cell].plus(row[k])).minus(st.terms(cell).borrowed(st.usage[cell]));
+                (slot, k, amount)
+            })
+            .filter(|c| c.2 > Milli::ZERO)
+            .collect();
+        // Lenders before the charge: what each peer has idle to lend.
+        let borrowed = cells
+            .into_iter()
+            .map(|(slot, k, amount)| Borrowed {
+                cohort: st.c.cohorts[cohort].name.clone(),
+                flavor: st.c.flavors[def.slots[slot].flavor].name.clone(),
+                resource: st.names[k].clone(),
+                amount,
+                lenders: st.lenders(q, st.cell(q, slot, k), amount),
             })
             .collect();
         st.charge(q, choice, row, node);
-        cells
-            .into_iter()
-            .filter_map(|(slot, k, before)| {
-                let cell = st.cell(q, slot, k);
-                let amount = st.terms(cell).borrowed(st.usage[cell]).minus(before);
-                (amount > Milli::ZERO).then(|| Borrowed {
-                    cohort: st.c.cohorts[cohort].name.clone(),
-                    flavor: st.c.flavors[def.slots[slot].flavor].name.clone(),
-                    resource: st.names[k].clone(),
-                    amount,
-                })
-            })
-            .collect()
+        borrowed
     }
 
     /// Usage of queue `q` changed: its reasons, and in a cohort its peers', are stale.

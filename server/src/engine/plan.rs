@@ -46,6 +46,9 @@ pub struct Borrowed {
     pub flavor: Name,
     pub resource: Name,
     pub amount: super::resources::Milli,
+    /// Who lends it: the peers whose idle lendable quota it takes, in proportion to what each
+    /// had idle (config order).
+    pub lenders: Vec<(Name, super::resources::Milli)>,
 }
 
 /// Stop these jobs so `preemptor` fits.

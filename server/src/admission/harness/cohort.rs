@@ -92,7 +92,7 @@ async fn a_queue_borrows_idle_quota_up_to_its_limit_and_it_is_recorded() {
     let borrowed = h.events("borrowed").await;
     assert_eq!(borrowed.len(), 1, "{borrowed:#?}");
     assert_eq!(borrowed[0].job_id.as_deref(), Some(a[2].as_str()));
-    assert_eq!(borrowed[0].message, "borrows cpu 1 of flavor any from cohort research");
+    assert_eq!(borrowed[0].message, "borrows cpu 1 of flavor any from cohort research (lent by team-b)");
     assert_eq!(borrowed[0].detail["cohort"], "research");
 
     // The history records the borrowed CPU for team-a, none for team-b.

@@ -46,8 +46,8 @@ fn borrowing_and_lending() {
                 vec![
                     on_any("a0", "team-a"),
                     on_any("a1", "team-a"),
-                    on_any("a2", "team-a").borrowing("research", "any", "cpu", 1),
-                    on_any("a3", "team-a").borrowing("research", "any", "cpu", 1),
+                    on_any("a2", "team-a").borrowing("research", "any", "cpu", 1, &[("team-b", 1)]),
+                    on_any("a3", "team-a").borrowing("research", "any", "cpu", 1, &[("team-b", 1)]),
                 ],
                 vec![],
                 vec![wait(
@@ -66,7 +66,7 @@ fn borrowing_and_lending() {
             running: vec![],
             pending: jobs("team-a", "a", 4, 0),
             want: plan(
-                vec![on_any("a0", "team-a"), on_any("a1", "team-a"), on_any("a2", "team-a").borrowing("research", "any", "cpu", 1)],
+                vec![on_any("a0", "team-a"), on_any("a1", "team-a"), on_any("a2", "team-a").borrowing("research", "any", "cpu", 1, &[("team-b", 1)])],
                 vec![],
                 vec![wait(
                     "a3",
@@ -84,7 +84,7 @@ fn borrowing_and_lending() {
             running: vec![],
             pending: jobs("team-a", "a", 4, 0),
             want: plan(
-                vec![on_any("a0", "team-a"), on_any("a1", "team-a"), on_any("a2", "team-a").borrowing("research", "any", "cpu", 1)],
+                vec![on_any("a0", "team-a"), on_any("a1", "team-a"), on_any("a2", "team-a").borrowing("research", "any", "cpu", 1, &[("team-b", 1)])],
                 vec![],
                 vec![wait("a3", "team-a", 1, "queue team-a: flavor any: cpu nominal 2, in use 3, requested 1; cohort research has 0 idle of 3 lendable")],
             ),
@@ -149,7 +149,7 @@ fn borrowing_and_lending() {
                 vec![
                     admit("a0", "team-a", &[("reserved", &["cpu"])], "n1"),
                     admit("a1", "team-a", &[("reserved", &["cpu"])], "n1"),
-                    admit("a2", "team-a", &[("spot", &["cpu"])], "n1").borrowing("research", "spot", "cpu", 1),
+                    admit("a2", "team-a", &[("spot", &["cpu"])], "n1").borrowing("research", "spot", "cpu", 1, &[("team-b", 1)]),
                 ],
                 vec![],
                 vec![],
@@ -187,7 +187,13 @@ fn borrowing_and_lending() {
             ],
             want: plan(
                 vec![Admission {
-                    borrowed: vec![Borrowed { cohort: "research".into(), flavor: "any".into(), resource: "cpu".into(), amount: Milli(250) }],
+                    borrowed: vec![Borrowed {
+                        cohort: "research".into(),
+                        flavor: "any".into(),
+                        resource: "cpu".into(),
+                        amount: Milli(250),
+                        lenders: vec![("team-b".into(), Milli(250))],
+                    }],
                     ..admit("a0", "team-a", &[("any", &["cpu", "memory_gb"])], "n1")
                 }],
                 vec![],
@@ -316,7 +322,7 @@ fn reclaim() {
             running: [runs("team-a", "a", 2, 0), runs("team-b", "b", 4, 0)].concat(),
             pending: vec![pending("p", "team-a").prio(9).req(&[("cpu", 1)])],
             want: plan(
-                vec![on_any("p", "team-a").borrowing("research", "any", "cpu", 1)],
+                vec![on_any("p", "team-a").borrowing("research", "any", "cpu", 1, &[("team-c", 1)])],
                 vec![preempt_in("p", "team-a", &[("b3", "team-b", Cause::Borrow)])],
                 vec![],
             ),

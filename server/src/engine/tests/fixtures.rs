@@ -289,9 +289,16 @@ pub fn admit(job: &str, queue: &str, flavors: &[(&str, &[&str])], node: &str) ->
 }
 
 impl Admission {
-    /// Expects it to borrow `amount` of `resource` under `flavor` from `cohort`.
-    pub fn borrowing(mut self, cohort: &str, flavor: &str, resource: &str, amount: i64) -> Self {
-        self.borrowed.push(Borrowed { cohort: cohort.into(), flavor: flavor.into(), resource: resource.into(), amount: Milli::units(amount) });
+    /// Expects it to borrow `amount` of `resource` under `flavor` from `cohort`, lent by
+    /// `lenders` (queue, amount).
+    pub fn borrowing(mut self, cohort: &str, flavor: &str, resource: &str, amount: i64, lenders: &[(&str, i64)]) -> Self {
+        self.borrowed.push(Borrowed {
+            cohort: cohort.into(),
+            flavor: flavor.into(),
+            resource: resource.into(),
+            amount: Milli::units(amount),
+            lenders: lenders.iter().map(|&(q, a)| (q.into(), Milli::units(a))).collect(),
+        });
         self
     }
 }
