@@ -323,6 +323,8 @@ pub struct CohortPool {
     pub used: f64,
     /// Used above the members' nominal quotas.
     pub borrowed: f64,
+    /// Lendable quota no one uses (`None`: unlimited): what a member may still borrow.
+    pub idle: Option<f64>,
 }
 
 /// A pending job in a queue view.

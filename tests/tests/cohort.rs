@@ -106,7 +106,7 @@ async fn borrows_up_to_its_limit_and_never_beyond(backend: Backend) {
     assert_eq!((qb["usage"][0]["used"].as_f64(), qb["usage"][0]["lent"].as_f64()), (Some(0.0), Some(1.0)), "{qb}");
     let (status, c) = b.get("/api/v1/cohorts/research").await;
     assert_eq!(status, 200, "{c}");
-    assert_eq!(c["pools"], json!([{"flavor": "local", "resource": "cpu", "lendable": 4.0, "nominal": 4.0, "used": 3.0, "borrowed": 1.0}]));
+    assert_eq!(c["pools"], json!([{"flavor": "local", "resource": "cpu", "lendable": 4.0, "nominal": 4.0, "used": 3.0, "borrowed": 1.0, "idle": 1.0}]));
     assert_eq!(c["members"][0]["share"], 25.0, "a borrows 1 of the 4 the cohort lends: {c}");
     let borrowed = b.events("kind=borrowed").await;
     assert_eq!(borrowed.len(), 1, "{borrowed:#?}");

@@ -312,7 +312,7 @@ pub(crate) fn event_query(params: &Params) -> Result<(EventFilter, Option<i64>, 
 /// Most points per series a history response carries.
 const MAX_POINTS: i64 = 2000;
 
-/// `?since=1h&until=&step=&queue=&flavor=&resource=`: samples per queue × flavor × resource,
+/// `?since=1h&until=&step=&queue=&cohort=&flavor=&resource=`: samples per queue × flavor × resource,
 /// at most one per `step` (default: the range / 300).
 async fn history(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
     let q = history_query(&params)?;
@@ -343,6 +343,8 @@ pub(crate) fn history_query(params: &Params) -> Result<HistoryQuery, ApiError> {
         queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),
         flavor: params.get("flavor").filter(|s| !s.is_empty()).map(str::to_string),
         resource: params.get("resource").filter(|s| !s.is_empty()).map(str::to_string),
+        cohort: params.get("cohort").filter(|s| !s.is_empty()).map(str::to_string),
+        queues: Vec::new(),
     };
     Ok(q)
 }

@@ -433,8 +433,18 @@ impl Runtime {
     }
 
     /// Resource history, downsampled.
+    /// Downsampled resource history; a cohort filter is its members in the active config
+    /// (none: nothing matches).
     pub async fn history(&self, q: &HistoryQuery) -> Result<Vec<Sample>, RuntimeError> {
-        Ok(self.store.history(q).await?)
+        let Some(cohort) = q.cohort.clone() else { return Ok(self.store.history(q).await?) };
+        let members: Vec<String> = self
+            .ask(move |s| s.compiled.cohorts().find(|(n, _, _)| ***n == *cohort).map(|(_, m, _)| m.iter().map(|q| q.to_string()).collect()))
+            .await?
+            .unwrap_or_default();
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.history(&HistoryQuery { queues: members, ..q.clone() }).await?)
     }
 
     /// A stage's progress.

@@ -76,6 +76,7 @@ pub(super) fn cohort_views(s: &State, only: Option<&str>) -> Vec<CohortView> {
                         nominal: Some(0.0),
                         used: 0.0,
                         borrowed: 0.0,
+                        idle: Some(0.0),
                     });
                     pools.len() - 1
                 }
@@ -86,6 +87,15 @@ pub(super) fn cohort_views(s: &State, only: Option<&str>) -> Vec<CohortView> {
             p.nominal = add(p.nominal, c.nominal);
             p.used += used.as_f64();
             p.borrowed += share.borrowed.as_f64();
+            // What this member keeps in the pool: use above its guaranteed part.
+            let in_pool = match (c.nominal, c.lendable) {
+                (Some(n), Some(l)) => Some(used.minus(n.minus(l)).max(Milli::ZERO).as_f64()),
+                _ => None,
+            };
+            p.idle = p.idle.zip(in_pool).map(|(idle, u)| idle - u);
+        }
+        for p in &mut pools {
+            p.idle = p.idle.zip(p.lendable).map(|(minus_used, lendable)| (lendable + minus_used).max(0.0));
         }
         views.push(CohortView { name: name.to_string(), fair_sharing: fair, members, pools });
     }

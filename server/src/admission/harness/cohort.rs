@@ -98,7 +98,7 @@ async fn a_queue_borrows_idle_quota_up_to_its_limit_and_it_is_recorded() {
     // The history records the borrowed CPU for team-a, none for team-b.
     h.lp.last_sample = None;
     h.tick().await;
-    let q = HistoryQuery { since_us: 0, until_us: i64::MAX, step_us: 1, queue: None, flavor: None, resource: None };
+    let q = HistoryQuery { since_us: 0, until_us: i64::MAX, step_us: 1, queue: None, flavor: None, resource: None, cohort: None, queues: vec![] };
     let samples = h.lp.store.history(&q).await.expect("history");
     let last = |queue: &str| samples.iter().rev().find(|s| s.queue == queue).expect("a sample").clone();
     assert_eq!((last("team-a").used, last("team-a").borrowed), (3.0, 1.0));

@@ -25,6 +25,10 @@ pub struct HistoryQuery {
     pub queue: Option<String>,
     pub flavor: Option<String>,
     pub resource: Option<String>,
+    /// Only the members of this cohort (resolved into `queues` by the jobs service).
+    pub cohort: Option<String>,
+    /// Only these queues, when not empty.
+    pub queues: Vec<String>,
 }
 
 impl JobStore {
@@ -80,6 +84,13 @@ impl JobStore {
             if let Some(v) = v {
                 sql.push(&format!(" AND {col} = ?"), Bind::S(v.clone()));
             }
+        }
+        if !q.queues.is_empty() {
+            sql.text.push_str(" AND queue IN (");
+            for (i, name) in q.queues.iter().enumerate() {
+                sql.push(if i > 0 { ", ?" } else { "?" }, Bind::S(name.clone()));
+            }
+            sql.text.push(')');
         }
         sql.text.push_str(" GROUP BY queue, flavor, resource, bucket ORDER BY queue, flavor, resource, bucket");
         let rows = sql.fetch_all(&self.db).await?;
