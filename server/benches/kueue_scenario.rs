@@ -18,6 +18,8 @@
 //! Run: `cargo bench -p berth-server --bench kueue_scenario` (`BERTH_BENCH_KUEUE=baseline`
 //! picks one).
 
+mod support;
+
 use std::time::Instant;
 
 use app::config::{
@@ -165,17 +167,8 @@ fn run(s: &Scenario) {
         s.cohorts,
         s.queues_per_cohort
     );
-    println!("{:<44} | {:>10} | {:>11} | {:>13} | {:>4}", "metric", "berth", "kueue mean", "target", "ok");
-    println!("{}", "-".repeat(94));
-    let row = |name: &str, got: f64, kueue: f64, le: bool, unit: &str| {
-        let target = if le { kueue / 2.0 } else { kueue };
-        let ok = if le { got <= target } else { got >= target };
-        println!(
-            "{name:<44} | {got:>8.1} {unit:<1} | {kueue:>9.1} {unit:<1} | {} {target:>8.1} {unit:<1} | {:>4}",
-            if le { "<=" } else { ">=" },
-            if ok { "yes" } else { "NO" }
-        );
-    };
+    support::kueue_header();
+    let row = support::against_kueue;
     let (wall, tta, usage) = s.kueue;
     row("wall time to finish", report.end_ms as f64 / 1e3, wall, true, "s");
     for (c, k) in [(2usize, tta[0]), (1, tta[1]), (0, tta[2])] {

@@ -25,6 +25,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 mod ray_overhead;
+mod support;
 
 const BIN: &str = env!("CARGO_BIN_EXE_berth");
 
@@ -538,19 +539,10 @@ async fn kueue() {
         arrivals.len(),
         if scale > 1 { " (QUICK: 1/10 of the jobs)" } else { "" }
     );
-    println!("{:<44} | {:>12} | {:>12} | {:>13} | {:>4}", "metric", "berth", "kueue mean", "target", "ok");
-    println!("{}", "-".repeat(98));
     // Kueue's means (rangespec.yaml; CPU and RSS as the issue quotes them): Berth's target is
     // half of each, and at least Kueue's usage.
-    let row = |name: &str, got: f64, kueue: f64, le: bool, unit: &str| {
-        let target = if le { kueue / 2.0 } else { kueue };
-        let ok = if le { got <= target } else { got >= target };
-        println!(
-            "{name:<44} | {got:>9.1} {unit:<2} | {kueue:>9.1} {unit:<2} | {} {target:>7.1} {unit:<2} | {:>4}",
-            if le { "<=" } else { ">=" },
-            if ok { "yes" } else { "NO" }
-        );
-    };
+    support::kueue_header();
+    let row = support::against_kueue;
     row("wall time to finish", wall, 351.1, true, "s");
     for (c, kueue) in [(2usize, 16.5), (1, 76.8), (0, 215.5)] {
         row(&format!("avg time to admission, {}", CLASSES[c].0), sum[c] / n[c].max(1) as f64, kueue, true, "s");

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_params_map;
 
 use super::chart::Chart;
 use super::live::{use_live, LiveBadge};
-use super::queue::RANGES;
+use super::queue::RangePicker;
 use super::server_fns::{get_cohort, usage_chart};
 use super::widgets::{amount, ErrorBox, Loading, QuotaBar};
 use crate::jobs::{CohortMember, CohortView};
@@ -65,13 +65,7 @@ pub fn CohortPage() -> impl IntoView {
                         })
                     })}
                 </Transition>
-                <div class="segmented" role="group" aria-label="Range">
-                    {RANGES.iter().map(|(label, since)| {
-                        let since = since.to_string();
-                        let s2 = since.clone();
-                        view! { <button type="button" class="small" aria-pressed=move || (range.get() == s2).to_string() on:click=move |_| range.set(since.clone())>{*label}</button> }
-                    }).collect_view()}
-                </div>
+                <RangePicker range/>
             </div>
             <Chart data=chart_data label="Each member's usage, stacked, over time".to_string() testid="cohort-chart"/>
         </section>

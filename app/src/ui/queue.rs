@@ -67,16 +67,24 @@ pub fn QueuePage() -> impl IntoView {
         <section class="card">
             <div class="section-head">
                 <h2>"Usage over time"</h2>
-                <div class="segmented" role="group" aria-label="Range">
-                    {RANGES.iter().map(|(label, since)| {
-                        let since = since.to_string();
-                        let s2 = since.clone();
-                        view! { <button type="button" class="small" aria-pressed=move || (range.get() == s2).to_string() on:click=move |_| range.set(since.clone())>{*label}</button> }
-                    }).collect_view()}
-                </div>
+                <RangePicker range/>
             </div>
             <Chart data=chart_data label=format!("Usage against quota over time") testid="queue-chart"/>
         </section>
+    }
+}
+
+/// The chart range buttons ([`RANGES`]), one pressed.
+#[component]
+pub fn RangePicker(range: RwSignal<String>) -> impl IntoView {
+    view! {
+        <div class="segmented" role="group" aria-label="Range">
+            {RANGES.iter().map(|(label, since)| {
+                let since = since.to_string();
+                let s2 = since.clone();
+                view! { <button type="button" class="small" aria-pressed=move || (range.get() == s2).to_string() on:click=move |_| range.set(since.clone())>{*label}</button> }
+            }).collect_view()}
+        </div>
     }
 }
 

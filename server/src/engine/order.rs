@@ -16,12 +16,14 @@ use std::collections::{BTreeMap, BinaryHeap, HashMap};
 
 use super::state::State;
 
+/// A queue's head in the merge: (fair share, −priority, enqueue time, id, queue).
+type Head<'a> = Reverse<(i64, i64, i64, &'a str, usize)>;
+
 /// Heads of every queue, merged.
 pub(crate) struct Order<'a> {
     per_queue: Vec<Vec<usize>>,
     next: Vec<usize>,
-    /// (fair share, −priority, enqueue time, id, queue) of each queue's head.
-    heap: BinaryHeap<Reverse<(i64, i64, i64, &'a str, usize)>>,
+    heap: BinaryHeap<Head<'a>>,
     /// Per queue: where its deferred jobs start (first pass), `None` if not deferred.
     deferred: Vec<Option<usize>>,
     /// In the second pass (borrowing).

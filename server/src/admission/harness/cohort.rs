@@ -9,11 +9,13 @@ use app::jobs::Event;
 use super::*;
 use crate::store::jobs::{EventFilter, HistoryQuery};
 
-/// `team-a` and `team-b` in cohort `research`, 2 CPUs each; `a` and `b` are extra YAML for
-/// each queue's `preemption` and its cpu quota (indented to match).
-fn research(a_preemption: &str, a_quota: &str, b_preemption: &str, b_quota: &str) -> String {
-    let queue = |name: &str, preemption: &str, quota: &str| {
-        format!(
+/// Queues in cohort `research`, 2 CPUs each, routed by `team` label (`team-a` takes `a` and
+/// what no rule takes): (name, extra YAML of the queue's `preemption`, extra YAML of its cpu
+/// quota), indented to match.
+fn cohort(queues: &[(&str, &str, &str)]) -> String {
+    let mut yaml = String::from("\nresource_flavors:\n  - name: any\nresource_queues:");
+    for (name, preemption, quota) in queues {
+        yaml.push_str(&format!(
             "
   - name: {name}
     cohort_name: research{preemption}
@@ -24,24 +26,20 @@ fn research(a_preemption: &str, a_quota: &str, b_preemption: &str, b_quota: &str
             resources:
               - name: cpu
                 nominal_quota: 2{quota}"
-        )
-    };
-    format!(
-        "
-resource_flavors:
-  - name: any
-resource_queues:{}{}
-scheduling_rules:
-  - resource_queue: team-b
-    selector:
-      - key: team
-        operator: in
-        values: [b]
-  - resource_queue: team-a
-",
-        queue("team-a", a_preemption, a_quota),
-        queue("team-b", b_preemption, b_quota)
-    )
+        ));
+    }
+    yaml.push_str("\nscheduling_rules:");
+    for (name, ..) in queues.iter().filter(|q| q.0 != "team-a") {
+        let team = name.trim_start_matches("team-");
+        yaml.push_str(&format!("\n  - resource_queue: {name}\n    selector:\n      - key: team\n        operator: in\n        values: [{team}]"));
+    }
+    yaml.push_str("\n  - resource_queue: team-a\n");
+    yaml
+}
+
+/// `team-a` and `team-b` (see [`cohort`]).
+fn research(a_preemption: &str, a_quota: &str, b_preemption: &str, b_quota: &str) -> String {
+    cohort(&[("team-a", a_preemption, a_quota), ("team-b", b_preemption, b_quota)])
 }
 
 fn reclaim(policy: &str) -> String {
@@ -171,30 +169,8 @@ async fn never_waits_for_the_borrowers_to_finish() {
 #[tokio::test]
 async fn borrow_within_cohort_preempts_a_lower_priority_borrower_to_borrow() {
     // team-c idles (its 2 CPUs lent to team-b); team-a is at its nominal and wants to borrow.
-    let config = research(
-        "\n    preemption:\n      reclaim_within_cohort: lower_priority\n      borrow_within_cohort: lower_priority",
-        "",
-        "",
-        "",
-    )
-    .replace(
-        "scheduling_rules:",
-        "  - name: team-c
-    cohort_name: research
-    resource_groups:
-      - covered_resources: [cpu]
-        flavors:
-          - name: any
-            resources:
-              - name: cpu
-                nominal_quota: 2
-scheduling_rules:
-  - resource_queue: team-c
-    selector:
-      - key: team
-        operator: in
-        values: [c]",
-    );
+    let borrow = "\n    preemption:\n      reclaim_within_cohort: lower_priority\n      borrow_within_cohort: lower_priority";
+    let config = cohort(&[("team-a", borrow, ""), ("team-b", "", ""), ("team-c", "", "")]);
     let mut h = Harness::with_cpus(&config, 16.0).await;
     let a = h.submit_n("a", 5, 2).await;
     let b = h.submit_n("b", 1, 4).await;
