@@ -262,6 +262,69 @@ pub struct QuotaUsage {
     pub used: f64,
     /// `None`: unlimited; `Some(0.0)`: blocked.
     pub nominal: Option<f64>,
+    /// In a cohort: the part of `used` above `nominal`, borrowed from peers.
+    #[serde(default)]
+    pub borrowed: f64,
+    /// In a cohort: the part of the cohort's borrowing this queue's idle quota carries.
+    #[serde(default)]
+    pub lent: f64,
+    /// In a cohort: how much of the nominal quota peers may borrow (`None`: unlimited).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lendable: Option<f64>,
+    /// In a cohort: how far above nominal the queue may borrow (`None`: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub borrowing_limit: Option<f64>,
+}
+
+impl QuotaUsage {
+    /// Use within the nominal quota (all of it outside a cohort).
+    pub fn within_nominal(&self) -> f64 {
+        self.used - self.borrowed
+    }
+}
+
+/// `GET /api/v1/cohorts` and `/api/v1/cohorts/{name}`: queues that pool their unused quota.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CohortView {
+    pub name: String,
+    /// Some member set `fair_sharing_weight`: borrowers are ordered by weighted share.
+    pub fair_sharing: bool,
+    pub members: Vec<CohortMember>,
+    /// Per flavor and resource: what members lend, what of it is in use, what is borrowed.
+    pub pools: Vec<CohortPool>,
+}
+
+/// One queue of a cohort: its cells (nominal, use, borrowed, lent) and its share.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CohortMember {
+    pub queue: String,
+    pub usage: Vec<QuotaUsage>,
+    pub pending_count: u64,
+    pub running_count: u64,
+    /// Fair-sharing weight (1 unless set).
+    pub weight: f64,
+    /// Kueue's dominant resource share, in percent: of the resource it borrows most of, what
+    /// it borrows over what the cohort can lend, divided by its weight. 0 when it borrows
+    /// nothing; `None` for a borrowing member of weight 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share: Option<f64>,
+}
+
+/// One flavor × resource of a cohort.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CohortPool {
+    pub flavor: String,
+    pub resource: String,
+    /// What the members lend together (`None`: unlimited).
+    pub lendable: Option<f64>,
+    /// Sum of the members' nominal quotas (`None`: one is unlimited).
+    pub nominal: Option<f64>,
+    /// In use by all members.
+    pub used: f64,
+    /// Used above the members' nominal quotas.
+    pub borrowed: f64,
+    /// Lendable quota no one uses (`None`: unlimited): what a member may still borrow.
+    pub idle: Option<f64>,
 }
 
 /// A pending job in a queue view.
@@ -293,6 +356,9 @@ pub struct RunningEntry {
 pub struct QueueView {
     pub name: String,
     pub preemption: String,
+    /// The cohort it pools unused quota with, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cohort: Option<String>,
     pub usage: Vec<QuotaUsage>,
     pub pending_count: u64,
     pub running_count: u64,
@@ -345,6 +411,9 @@ pub struct Sample {
     pub used: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nominal: Option<f64>,
+    /// The part of `used` above `nominal`, borrowed from the queue's cohort.
+    #[serde(default)]
+    pub borrowed: f64,
 }
 
 /// Parallelism of a stage (seed 002).

@@ -106,6 +106,38 @@ pub struct QueueStats {
     pub never_admitted: u64,
     /// Cancelled by their users (as recorded) before they finished.
     pub withdrawn: u64,
+    /// Jobs whose (last) admission borrowed from the queue's cohort.
+    #[serde(default)]
+    pub borrowed: u64,
+    /// Who lent to them: cohort peers, with how many of those jobs each lent to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lenders: Vec<LenderCount>,
+    /// Jobs of cohort peers this queue lent to.
+    #[serde(default)]
+    pub lent: u64,
+}
+
+impl QueueStats {
+    /// `12 jobs borrowed from the cohort (lent by team-b: 12); lent to 3 jobs of peers`, or
+    /// `None` when the queue neither borrowed nor lent.
+    pub fn cohort_summary(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if self.borrowed > 0 {
+            let by: Vec<String> = self.lenders.iter().map(|l| format!("{}: {}", l.queue, l.jobs)).collect();
+            parts.push(format!("{} jobs borrowed from the cohort (lent by {})", self.borrowed, by.join(", ")));
+        }
+        if self.lent > 0 {
+            parts.push(format!("lent to {} jobs of peers", self.lent));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+}
+
+/// A lending queue and how many borrowing jobs it lent to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LenderCount {
+    pub queue: String,
+    pub jobs: u64,
 }
 
 /// A reason and how many jobs gave it.

@@ -1,9 +1,11 @@
 //! Cost of one admission cycle at scale: 50 queues × 4 flavors × 3 resources, 1,000 nodes,
-//! 1k / 10k / 100k pending jobs over a cluster already half full.
+//! 1k / 10k / 100k pending jobs over a cluster already half full; then the same with the 50
+//! queues in 5 cohorts of 10 (borrowing without limit, even queues reclaiming lower
+//! priority), so the two rows stand side by side.
 //!
-//! Prints a plain table: cycle time, decisions per second, cost per decision (and its ratio
-//! 100k vs 1k), what the cycle decided, and bytes per pending job measured with a counting
-//! global allocator. Run: `cargo bench -p berth-server --bench engine`.
+//! Prints a plain table per variant: cycle time, decisions per second, cost per decision (and
+//! its ratio 100k vs 1k), what the cycle decided, and bytes per pending job measured with a
+//! counting global allocator. Run: `cargo bench -p berth-server --bench engine`.
 
 mod support;
 use support::{Counting, Rng, LIVE, PEAK};
@@ -12,7 +14,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::Instant;
 
 use app::config::{
-    FlavorQuota, MatchExpression, Operator, PreemptionPolicy, ResourceFlavor, ResourceGroup, ResourceQueue,
+    CohortPreemption, FlavorQuota, MatchExpression, Operator, PreemptionPolicy, ResourceFlavor, ResourceGroup, ResourceQueue,
     ResourceQuotaSpec, SchedulerConfig, WithinQueuePreemption,
 };
 use server::engine::{self, Compiled, Labels, Milli, Name, Node, PendingJob, Resources, RunningJob, Snapshot};
@@ -24,7 +26,7 @@ const QUEUES: usize = 50;
 const POOLS: [&str; 4] = ["a100", "h100", "cpu-spot", "cpu-ondemand"];
 const NODES: usize = 1_000;
 
-fn config() -> SchedulerConfig {
+fn config(cohorts: bool) -> SchedulerConfig {
     let flavors = POOLS
         .iter()
         .map(|p| ResourceFlavor {
@@ -39,8 +41,10 @@ fn config() -> SchedulerConfig {
             name: format!("team-{q:02}"),
             preemption: (q % 2 == 0).then(|| PreemptionPolicy {
                 within_resource_queue: Some(WithinQueuePreemption::LowerPriority),
+                reclaim_within_cohort: cohorts.then_some(CohortPreemption::LowerPriority),
                 ..Default::default()
             }),
+            cohort_name: cohorts.then(|| format!("org-{}", q / 10)),
             resource_groups: Some(vec![ResourceGroup {
                 covered_resources: vec!["cpu".into(), "gpu".into(), "memory_gb".into()],
                 // Each queue prefers the pools in a different rotation.
@@ -134,7 +138,15 @@ fn warm(c: &Compiled, nodes: &[Node], names: &Names) -> Vec<RunningJob> {
 }
 
 fn main() {
-    let compiled = engine::compile(&config()).expect("bench config compiles");
+    println!("berth admission engine, one cycle (single thread)");
+    for cohorts in [false, true] {
+        bench(cohorts);
+    }
+}
+
+/// One variant's table and memory figures.
+fn bench(cohorts: bool) {
+    let compiled = engine::compile(&config(cohorts)).expect("bench config compiles");
     let nodes = nodes();
     let names = Names {
         queues: compiled.queue_names().cloned().collect(),
@@ -143,7 +155,8 @@ fn main() {
         mem: "memory_gb".into(),
     };
     let running = warm(&compiled, &nodes, &names);
-    println!("berth admission engine, one cycle (single thread)");
+    println!();
+    println!("## {}", if cohorts { "cohorts: the 50 queues in 5 cohorts of 10, borrowing on" } else { "no cohorts" });
     println!(
         "setup: {QUEUES} queues x 4 flavors x 3 resources (cpu, gpu, memory_gb), {NODES} nodes, {} running jobs \
          (the admissions of a 20k warm-up cycle), priorities 0..9, 210 request shapes",

@@ -1,50 +1,94 @@
-//! Kueue's scheduler performance baseline (test/performance/scheduler, configs/baseline)
-//! replayed in simulated time through Berth's engine.
+//! Kueue's scheduler performance scenarios (kubernetes-sigs/kueue,
+//! `test/performance/scheduler/configs/{baseline,large-scale}/generator.yaml`) replayed in
+//! simulated time through Berth's engine, cohorts and all, beside Kueue's measured means
+//! (`rangespec.yaml`).
 //!
-//! 30 queues of nominal quota 20 CPU, LowerPriority preemption within each queue. Per queue:
-//! 350 small (1 CPU, 200 ms, priority 50) every 100 ms, 100 medium (5 CPU, 500 ms, 100)
-//! every 500 ms, 50 large (20 CPU, 1 s, 200) every 1.2 s — 15,000 jobs. Borrowing is
-//! DISABLED (Kueue's baseline lets the 6 queues of each cohort borrow up to 100 CPU): Berth
-//! has no cohorts yet, so every queue is held to its own 20 CPU. Nodes: 6 × 200 CPU, so
-//! capacity never binds (at most 600 CPU of quota in use leaves ≥ 100 free on some node);
-//! quota does. Run: `cargo bench -p berth-server --bench kueue_scenario`.
+//! * **baseline**: 5 cohorts × 6 queues, each nominal 20 CPU, borrowing limit 100,
+//!   `reclaim_within_cohort: any`, `within_resource_queue: lower_priority`. Per queue: 350
+//!   small (1 CPU, 200 ms, priority 50) every 100 ms, 100 medium (5 CPU, 500 ms, 100) every
+//!   500 ms, 50 large (20 CPU, 1 s, 200) every 1.2 s — 15,000 jobs.
+//! * **large-scale**: 10 cohorts × 100 queues with the same queue settings; per queue 35
+//!   small (1 CPU, 150 ms) every 60 ms, 11 medium (5 CPU, 350 ms) every 300 ms, 4 large
+//!   (20 CPU, 700 ms) every 700 ms — 50,000 jobs. (The issue said 20 × 100 and 60,000;
+//!   Kueue's file now says 10 × 100 and 50,000, and its means are of that.)
+//!
+//! Nodes never bind (6 × 200 CPU per 30 queues); quota and cohorts do. Kueue's figures are
+//! means of its CI runs (a real API server and controllers); these are a simulation of the
+//! decisions only, so the end-to-end run in `runtime.rs` is the comparison that counts.
+//! Run: `cargo bench -p berth-server --bench kueue_scenario` (`BERTH_BENCH_KUEUE=baseline`
+//! picks one).
+
+mod support;
 
 use std::time::Instant;
 
 use app::config::{
-    FlavorQuota, PreemptionPolicy, ResourceFlavor, ResourceGroup, ResourceQueue, ResourceQuotaSpec, SchedulerConfig,
-    WithinQueuePreemption,
+    CohortPreemption, FlavorQuota, PreemptionPolicy, ResourceFlavor, ResourceGroup, ResourceQueue, ResourceQuotaSpec,
+    SchedulerConfig, WithinQueuePreemption,
 };
 use server::engine::sim::{self, Arrival, Submit};
 use server::engine::{self, Labels, Node, Resources};
 
-const QUEUES: usize = 30;
-/// (class, count, interval ms, cpu, runtime ms, priority)
-const CLASSES: [(&str, i64, i64, i64, i64, i64); 3] =
-    [("small", 350, 100, 1, 200, 50), ("medium", 100, 500, 5, 500, 100), ("large", 50, 1200, 20, 1000, 200)];
+/// (class, count per queue, interval ms, cpu, runtime ms, priority)
+type Class = (&'static str, i64, i64, i64, i64, i64);
 
-fn config() -> SchedulerConfig {
-    let queues = (0..QUEUES)
-        .map(|q| ResourceQueue {
-            name: format!("cq-{q:02}"),
-            preemption: Some(PreemptionPolicy {
-                within_resource_queue: Some(WithinQueuePreemption::LowerPriority),
+struct Scenario {
+    name: &'static str,
+    cohorts: usize,
+    queues_per_cohort: usize,
+    classes: [Class; 3],
+    /// Kueue's means: wall s, time to admission s (large, medium, small), minimum usage %.
+    kueue: (f64, [f64; 3], f64),
+}
+
+const BASELINE: Scenario = Scenario {
+    name: "baseline",
+    cohorts: 5,
+    queues_per_cohort: 6,
+    classes: [("small", 350, 100, 1, 200, 50), ("medium", 100, 500, 5, 500, 100), ("large", 50, 1200, 20, 1000, 200)],
+    kueue: (351.1, [16.5, 76.8, 215.5], 55.9),
+};
+
+const LARGE_SCALE: Scenario = Scenario {
+    name: "large-scale",
+    cohorts: 10,
+    queues_per_cohort: 100,
+    classes: [("small", 35, 60, 1, 150, 50), ("medium", 11, 300, 5, 350, 100), ("large", 4, 700, 20, 700, 200)],
+    kueue: (1179.4, [105.6, 256.4, 700.4], 38.64),
+};
+
+fn queue_name(c: usize, q: usize) -> String {
+    format!("cohort-{c:02}-cq-{q:03}")
+}
+
+fn config(s: &Scenario) -> SchedulerConfig {
+    let mut queues = Vec::new();
+    for c in 0..s.cohorts {
+        for q in 0..s.queues_per_cohort {
+            queues.push(ResourceQueue {
+                name: queue_name(c, q),
+                cohort_name: Some(format!("cohort-{c:02}")),
+                preemption: Some(PreemptionPolicy {
+                    within_resource_queue: Some(WithinQueuePreemption::LowerPriority),
+                    reclaim_within_cohort: Some(CohortPreemption::Any),
+                    ..Default::default()
+                }),
+                resource_groups: Some(vec![ResourceGroup {
+                    covered_resources: vec!["cpu".into()],
+                    flavors: vec![FlavorQuota {
+                        name: "default".into(),
+                        resources: Some(vec![ResourceQuotaSpec {
+                            name: "cpu".into(),
+                            nominal_quota: Some(20.0),
+                            borrowing_limit: Some(100.0),
+                            ..Default::default()
+                        }]),
+                    }],
+                }]),
                 ..Default::default()
-            }),
-            resource_groups: Some(vec![ResourceGroup {
-                covered_resources: vec!["cpu".into()],
-                flavors: vec![FlavorQuota {
-                    name: "default".into(),
-                    resources: Some(vec![ResourceQuotaSpec {
-                        name: "cpu".into(),
-                        nominal_quota: Some(20.0),
-                        ..Default::default()
-                    }]),
-                }],
-            }]),
-            ..Default::default()
-        })
-        .collect();
+            });
+        }
+    }
     SchedulerConfig {
         resource_flavors: Some(vec![ResourceFlavor { name: "default".into(), selector: None, advanced_instance_config: None }]),
         resource_queues: Some(queues),
@@ -60,11 +104,12 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
-fn main() {
-    let compiled = engine::compile(&config()).expect("scenario config compiles");
-    let nodes: Vec<Node> = (0..6)
+fn run(s: &Scenario) {
+    let compiled = engine::compile(&config(s)).expect("scenario config compiles");
+    let queues = s.cohorts * s.queues_per_cohort;
+    let nodes: Vec<Node> = (0..(queues / 5).max(6))
         .map(|i| Node {
-            id: format!("node-{i}").into(),
+            id: format!("node-{i:04}").into(),
             backend: "sim".into(),
             labels: Labels::new(),
             capacity: Resources::units(&[("cpu", 200)]),
@@ -73,18 +118,21 @@ fn main() {
         .collect();
     let mut arrivals = Vec::new();
     let mut class_of = Vec::new();
-    for q in 0..QUEUES {
-        for (ci, &(class, count, every, cpu, runtime, priority)) in CLASSES.iter().enumerate() {
-            for k in 0..count {
-                arrivals.push(Arrival {
-                    id: format!("cq-{q:02}-{class}-{k:03}").into(),
-                    at_ms: k * every,
-                    submit: Submit::Queue { queue: format!("cq-{q:02}").into(), priority },
-                    request: Resources::units(&[("cpu", cpu)]),
-                    runtime_ms: runtime,
-                    withdraw_at_ms: None,
-                });
-                class_of.push(ci);
+    for c in 0..s.cohorts {
+        for q in 0..s.queues_per_cohort {
+            let queue = queue_name(c, q);
+            for (ci, &(class, count, every, cpu, runtime, priority)) in s.classes.iter().enumerate() {
+                for k in 0..count {
+                    arrivals.push(Arrival {
+                        id: format!("{queue}-{class}-{k:03}").into(),
+                        at_ms: k * every,
+                        submit: Submit::Queue { queue: queue.as_str().into(), priority },
+                        request: Resources::units(&[("cpu", cpu)]),
+                        runtime_ms: runtime,
+                        withdraw_at_ms: None,
+                    });
+                    class_of.push(ci);
+                }
             }
         }
     }
@@ -96,72 +144,57 @@ fn main() {
     let cpu = cpu_seconds().zip(cpu0).map(|(a, b)| a - b);
 
     let unfinished = report.jobs.iter().filter(|j| j.finished_ms.is_none()).count();
-    let mut last = [0i64; 3];
-    let mut first = [0i64; 3];
-    let mut n = [0i64; 3];
-    let mut evictions = [0u32; 3];
+    let (mut last, mut n, mut evictions, mut borrowed) = ([0i64; 3], [0i64; 3], [0u32; 3], 0usize);
     for (j, &c) in report.jobs.iter().zip(&class_of) {
         // Kueue's recorder measures to the last admission (it resets on re-admission).
         last[c] += j.last_admitted_ms.unwrap_or(report.end_ms) - j.arrived_ms;
-        first[c] += j.first_admitted_ms.unwrap_or(report.end_ms) - j.arrived_ms;
         evictions[c] += j.preempted;
         n[c] += 1;
+        borrowed += usize::from(!j.lenders.is_empty());
     }
     let (from, to) = (0, report.end_ms);
     let mut min_usage = f64::MAX;
-    let (mut used, mut quota) = (0.0, 0.0);
-    // Only the 30 quota'd queues: compile also lists the built-in unlimited `default` queue
-    // (this config has no rules), which no job uses here.
-    for s in report.usage.iter().filter(|s| s.nominal.is_some()) {
-        let nominal = s.nominal.map_or(0.0, |m| m.0 as f64);
-        let avg = s.average(from, to);
-        min_usage = min_usage.min(avg / nominal * 100.0);
-        used += avg;
-        quota += nominal;
+    for u in report.usage.iter().filter(|u| u.nominal.is_some()) {
+        let nominal = u.nominal.map_or(0.0, |m| m.0 as f64);
+        min_usage = min_usage.min(u.average(from, to) / nominal * 100.0);
     }
 
-    println!("Kueue scheduler performance baseline, replayed in simulated time through the Berth engine");
-    println!(
-        "{} jobs over {QUEUES} queues of 20 CPU, LowerPriority preemption; borrowing DISABLED (no cohorts in Berth); \
-         nodes 6 x 200 CPU (never the bottleneck)",
-        arrivals.len()
-    );
     println!();
-    println!("{:<48} | {:>12} | {:>12} | {:>4}", "metric", "berth", "kueue limit", "ok");
-    println!("{}", "-".repeat(86));
-    let row = |name: &str, got: f64, limit: f64, le: bool, unit: &str| {
-        let ok = if le { got <= limit } else { got >= limit };
-        let op = if le { "<=" } else { ">=" };
-        println!("{name:<48} | {:>10.1} {unit} | {op} {:>7.0} {unit} | {:>4}", got, limit, if ok { "yes" } else { "NO" });
-    };
-    row("wall time to finish (simulated)", report.end_ms as f64 / 1e3, 425.0, true, "s");
-    for (c, limit) in [(2usize, 23.0), (1, 90.0), (0, 260.0)] {
-        row(
-            &format!("avg time to admission, {} (last admission)", CLASSES[c].0),
-            last[c] as f64 / n[c] as f64 / 1e3,
-            limit,
-            true,
-            "s",
-        );
+    println!(
+        "## Kueue {}: {} jobs, {} cohorts x {} queues of 20 CPU (borrowing limit 100, reclaim any, LowerPriority within), simulated",
+        s.name,
+        arrivals.len(),
+        s.cohorts,
+        s.queues_per_cohort
+    );
+    support::kueue_header();
+    let row = support::against_kueue;
+    let (wall, tta, usage) = s.kueue;
+    row("wall time to finish", report.end_ms as f64 / 1e3, wall, true, "s");
+    for (c, k) in [(2usize, tta[0]), (1, tta[1]), (0, tta[2])] {
+        row(&format!("avg time to admission, {}", s.classes[c].0), last[c] as f64 / n[c].max(1) as f64 / 1e3, k, true, "s");
     }
-    row("minimum queue usage (time-weighted)", min_usage, 50.0, false, "%");
+    row("minimum queue usage (time-weighted, of nominal)", min_usage, usage, false, "%");
     println!();
     for c in [2usize, 1, 0] {
-        println!(
-            "  {:<7} jobs {:>5}, avg to first admission {:>7.1} s, evictions {:>5}",
-            CLASSES[c].0,
-            n[c],
-            first[c] as f64 / n[c] as f64 / 1e3,
-            evictions[c]
-        );
+        println!("  {:<7} jobs {:>6}, evictions {:>6}", s.classes[c].0, n[c], evictions[c]);
     }
-    println!("  class usage (sum of usage / sum of quota, Kueue's summary): {:.1} %", used / quota * 100.0);
     println!(
-        "  cycles {}, decisions {}, admissions {}, preemptions {}, unfinished {}",
+        "  jobs that borrowed at their last admission {borrowed}; cycles {}, decisions {}, admissions {}, preemptions {}, unfinished {}",
         report.cycles, report.decisions, report.admissions, report.preemptions, unfinished
     );
     match cpu {
         Some(cpu) => println!("  real time of the replay: {real:.3} s wall, {cpu:.2} s CPU"),
         None => println!("  real time of the replay: {real:.3} s wall"),
+    }
+}
+
+fn main() {
+    let want = std::env::var("BERTH_BENCH_KUEUE").unwrap_or_else(|_| "baseline,large-scale".into());
+    println!("Kueue's scheduler performance scenarios, replayed in simulated time through the Berth engine");
+    for s in [&BASELINE, &LARGE_SCALE] {
+        if want.split(',').any(|w| w.trim() == s.name) {
+            run(s);
+        }
     }
 }

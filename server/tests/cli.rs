@@ -46,7 +46,7 @@ impl Server {
         let out = server.berth_with(ADMIN_TOKEN, &["tokens", "create", "--user", "carol", "--role", "editor", "--label", "cli test"]);
         assert!(out.status.success(), "{}", stderr(&out));
         server.token = stdout(&out).trim().to_string();
-        assert!(server.token.starts_with("berth_"), "the secret is printed alone on stdout: {}", stdout(&out));
+        assert!(server.token.starts_with("sss_berth_"), "the secret is printed alone on stdout: {}", stdout(&out));
         server
     }
 
@@ -273,7 +273,7 @@ fn tokens_roles_and_audit_from_the_cli() {
     // A viewer reads but may not apply; the refusal names the role it lacks.
     let out = admin(&["tokens", "create", "--user", "vic", "--role", "viewer"]);
     let vic = stdout(&out).trim().to_string();
-    assert!(out.status.success() && vic.starts_with("berth_"), "{}", stderr(&out));
+    assert!(out.status.success() && vic.starts_with("sss_berth_"), "{}", stderr(&out));
     let seed = server.file("seed.yaml", SEED);
     let out = server.berth_with(&vic, &["config", "apply", "-f", &seed]);
     assert_eq!(out.status.code(), Some(1));

@@ -257,6 +257,26 @@ async fn lowering_a_quota_raises_its_wait_times(backend: Backend) {
     assert_eq!(report["now"]["preempted"], json!([]));
 }
 
+/// Halving train's quota makes it wait; the same draft with train and infer in one cohort
+/// lets train borrow infer's idle CPUs: its waits fall back, and the report says infer lent.
+async fn a_draft_that_adds_a_cohort_shows_the_borrowing_and_who_lent(backend: Backend) {
+    let (app, _store) = recorded(backend).await;
+    let low = ACTIVE.replacen("nominal_quota: 4", "nominal_quota: 2", 1);
+    let pooled = low.replace("  - name: train\n", "  - name: train\n    cohort_name: lab\n").replace("  - name: infer\n", "  - name: infer\n    cohort_name: lab\n");
+    let alone = preview(&app, &low).await;
+    let with = preview(&app, &pooled).await;
+    let (a, c) = (&queue(&alone, Some("train"))["draft"], &queue(&with, Some("train"))["draft"]);
+    assert!(a["wait_p95_s"].as_f64().unwrap() > 600.0, "{a}");
+    assert!(c["wait_p95_s"].as_f64().unwrap() < a["wait_p95_s"].as_f64().unwrap() / 10.0, "alone {a}\npooled {c}");
+    let borrowed = c["borrowed"].as_u64().unwrap();
+    assert!(borrowed > 0, "{c}");
+    assert_eq!(c["lenders"], json!([{"queue": "infer", "jobs": borrowed}]), "{c}");
+    assert_eq!(queue(&with, Some("infer"))["draft"]["lent"], borrowed);
+    assert_eq!(a["borrowed"], 0);
+    // The active side has no cohort: nothing borrowed there.
+    assert_eq!(queue(&with, Some("train"))["active"]["borrowed"], 0);
+}
+
 async fn removing_the_catch_all_lists_exactly_the_jobs_it_would_reject(backend: Backend) {
     let (app, _store) = recorded(backend).await;
     let draft = ACTIVE.trim_end().strip_suffix("  - resource_queue: misc").unwrap().to_string();
@@ -317,6 +337,7 @@ async fn bad_drafts_and_windows_are_refused_naming_the_field(backend: Backend) {
 on_both_databases!(
     identical_draft_gives_identical_sides_and_reports_fidelity,
     lowering_a_quota_raises_its_wait_times,
+    a_draft_that_adds_a_cohort_shows_the_borrowing_and_who_lent,
     removing_the_catch_all_lists_exactly_the_jobs_it_would_reject,
     raising_a_priority_bound_turns_rejections_into_clamps,
     bad_drafts_and_windows_are_refused_naming_the_field,

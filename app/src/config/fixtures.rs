@@ -253,13 +253,14 @@ fn queue_strategy() -> impl Strategy<Value = ResourceQueue> {
         },
     );
     let names = (opt(nasty_string()), opt(nasty_string()), opt(nasty_string()), opt(nasty_string()));
-    (nasty_string(), opt(preemption), opt(small_vec(group_strategy())), names).prop_map(
-        |(name, preemption, resource_groups, (cohort_name, ordering_policy, placement_policy, queueing_strategy))| {
+    (nasty_string(), opt(preemption), opt(small_vec(group_strategy())), names, opt(quota_number())).prop_map(
+        |(name, preemption, resource_groups, (cohort_name, ordering_policy, placement_policy, queueing_strategy), fair_sharing_weight)| {
             ResourceQueue {
                 name,
                 preemption,
                 resource_groups,
                 cohort_name,
+                fair_sharing_weight,
                 ordering_policy,
                 placement_policy,
                 queueing_strategy,

@@ -2,8 +2,10 @@
 //!
 //! These are the *raw* types: what was parsed, before any check. Field order here is the
 //! canonical key order of the YAML output. Optional fields are skipped when absent so a
-//! config that uses only the seed's fields round-trips unchanged. Extensions beyond the seed
-//! (cohorts, borrowing, ordering policy) are optional fields too.
+//! config that uses only the seed's fields round-trips unchanged. The real Anyscale model's
+//! fields the seed page leaves out (cohorts, lending and borrowing limits, cohort preemption)
+//! and Berth's own extensions (fair-sharing weight, ordering, placement, queueing) are
+//! optional fields too.
 
 use serde::{Deserialize, Serialize};
 
@@ -73,9 +75,16 @@ pub struct ResourceQueue {
     pub preemption: Option<PreemptionPolicy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource_groups: Option<Vec<ResourceGroup>>,
-    /// Extension: queues sharing a cohort may borrow each other's unused quota.
+    /// Queues sharing a cohort_name pool their unused nominal quota: a queue at its nominal
+    /// may borrow a peer's idle quota, and the peer reclaims it per its preemption policy.
+    /// Requires `resource_groups` (field of the real Anyscale model, not of the seed page).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cohort_name: Option<String>,
+    /// Berth extension (Kueue's fair sharing): this queue's weight when cohort peers compete
+    /// for the same idle quota. Fair sharing is on in a cohort as soon as one member sets it;
+    /// members that do not weigh 1. `0` borrows only what no one else wants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair_sharing_weight: Option<f64>,
     /// Extension: order of equal-priority pending jobs, one of [`ORDERING_POLICIES`] (default `fifo`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordering_policy: Option<String>,
@@ -94,16 +103,25 @@ pub const ORDERING_POLICIES: &[&str] = &["fifo", "large_resource", "small_first"
 pub const PLACEMENT_POLICIES: &[&str] = &["bin_packing", "spread"];
 /// Names accepted by `queueing_strategy`; the first is the default.
 pub const QUEUEING_STRATEGIES: &[&str] = &["best_effort_fifo", "strict_fifo"];
+/// Values accepted by `reclaim_within_cohort`.
+pub const RECLAIM_POLICIES: &[&str] = &["never", "lower_priority", "any"];
+/// Values accepted by `borrow_within_cohort` (the SDK's enum has no `any`).
+pub const BORROW_POLICIES: &[&str] = &["never", "lower_priority"];
 
 /// Preemption settings of a queue.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PreemptionPolicy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within_resource_queue: Option<WithinQueuePreemption>,
-    /// Extension: reclaim lent quota from cohort peers.
+    /// Whether this queue may preempt jobs of cohort peers that are above their nominal
+    /// quota, to take back its own nominal: `never` (wait for borrowers to finish),
+    /// `lower_priority` (only strictly lower-priority borrowers), `any`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reclaim_within_cohort: Option<CohortPreemption>,
-    /// Extension: preempt while borrowing from the cohort.
+    /// Whether this queue may preempt strictly lower-priority jobs of cohort peers that are
+    /// above their nominal quota, in order to borrow: `never` or `lower_priority` (the
+    /// validator refuses `any`, which older Berth builds accepted and the SDK cannot read);
+    /// not `never` requires `reclaim_within_cohort` of `lower_priority` or `any`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub borrow_within_cohort: Option<CohortPreemption>,
 }
@@ -116,7 +134,7 @@ pub enum WithinQueuePreemption {
     LowerPriority,
 }
 
-/// Extension: preemption across a cohort.
+/// Preemption across a cohort (`reclaim_within_cohort`, `borrow_within_cohort`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CohortPreemption {
@@ -146,10 +164,13 @@ pub struct ResourceQuotaSpec {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nominal_quota: Option<f64>,
-    /// Extension: how much more than nominal this queue may borrow from its cohort.
+    /// How far above the nominal quota this queue may go by borrowing unused quota from
+    /// cohort peers. Omitted: no limit. Only valid on a queue with a `cohort_name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub borrowing_limit: Option<f64>,
-    /// Extension: how much of its nominal quota this queue lends to its cohort.
+    /// How much of the nominal quota cohort peers may borrow while this queue is not using
+    /// it; at most `nominal_quota`. Omitted: all unused nominal quota is lent. Only valid on
+    /// a queue with a `cohort_name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lending_limit: Option<f64>,
 }
@@ -224,6 +245,17 @@ impl SchedulerConfig {
                 priority_policy: None,
             }]),
             recycle_policy: None,
+        }
+    }
+}
+
+impl CohortPreemption {
+    /// The value as written in YAML.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CohortPreemption::Never => "never",
+            CohortPreemption::LowerPriority => "lower_priority",
+            CohortPreemption::Any => "any",
         }
     }
 }

@@ -11,6 +11,7 @@
 //! defined, `default` is an ordinary name: a rule may target it only if a queue of that name
 //! is defined.
 
+mod cohorts;
 mod flavors;
 pub mod portability;
 mod queues;
@@ -75,6 +76,8 @@ struct Checker<'a> {
     used_flavors: HashSet<&'a str>,
     /// Queue names some rule routes to.
     routed_queues: HashSet<&'a str>,
+    /// Number of queues naming each cohort.
+    cohort_sizes: HashMap<&'a str, usize>,
     problems: Vec<Problem>,
 }
 
@@ -94,6 +97,10 @@ impl<'a> Checker<'a> {
             queue_index: first_indices(cfg.queues().iter().map(|q| q.name.as_str())),
             used_flavors,
             routed_queues: cfg.rules().iter().map(|r| r.resource_queue.as_str()).collect(),
+            cohort_sizes: cfg.queues().iter().filter_map(|q| q.cohort_name.as_deref()).fold(HashMap::new(), |mut m, c| {
+                *m.entry(c).or_default() += 1;
+                m
+            }),
             problems: Vec::new(),
         }
     }

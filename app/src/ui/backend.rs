@@ -10,7 +10,7 @@ use crate::api::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use crate::config::diff::ConfigDiff;
-use crate::jobs::{EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
+use crate::jobs::{CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
 use crate::preview::PreviewReport;
 
 /// A boxed, sendable future (the trait must be object-safe).
@@ -54,6 +54,10 @@ pub trait Backend: Send + Sync + 'static {
     fn queues(&self) -> Answer<'_, Vec<QueueView>>;
     /// One queue with its pending (in admission order) and running jobs.
     fn queue(&self, name: String) -> Answer<'_, QueueView>;
+    /// Every cohort: its members' nominal, use, borrowed and lent, and their shares.
+    fn cohorts(&self) -> Answer<'_, Vec<CohortView>>;
+    /// One cohort.
+    fn cohort(&self, name: String) -> Answer<'_, CohortView>;
     /// The nodes of every backend with capacity, free resources and matching flavors.
     fn nodes(&self) -> Answer<'_, Vec<NodeView>>;
     /// A page of jobs (`GET /api/v1/jobs` parameters).

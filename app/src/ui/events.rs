@@ -15,9 +15,11 @@ use crate::jobs::{Event, EventPage};
 const PAGE: u32 = 50;
 
 /// Kind filter choices: (parameter, label).
-const KINDS: [(&str, &str); 12] = [
+const KINDS: [(&str, &str); 14] = [
     ("", "all kinds"),
     ("preempted", "preemptions"),
+    ("reclaimed", "reclaims (cohort)"),
+    ("borrowed", "borrowing (cohort)"),
     ("admitted", "admissions"),
     ("rejected", "rejections"),
     ("timed_out", "timeouts"),
@@ -94,9 +96,27 @@ fn EventList(page: EventPage, first: bool, kind: String, queue: String) -> impl 
     }.into_any()
 }
 
-/// One event; a preemption names both sides, each a link.
+/// One event; a preemption names both sides, each a link, and for a reclaim or a borrow the
+/// lending and borrowing queues too.
 #[component]
 pub fn EventRow(e: Event) -> impl IntoView {
+    let queue_link = |q: &str| view! { <a class="queue-link" href=format!("/queues/{q}")>{q.to_string()}</a> };
+    let cohort_line = {
+        let (lender, cohort) = (e.detail.get("lender").and_then(|v| v.as_str()), e.detail.get("cohort").and_then(|v| v.as_str()));
+        let borrowers: Vec<String> = match (e.detail.get("borrower").and_then(|v| v.as_str()), e.detail.get("borrowers").and_then(|v| v.as_array())) {
+            (Some(b), _) => vec![b.to_string()],
+            (None, Some(bs)) => bs.iter().filter_map(|b| b.as_str().map(str::to_string)).collect(),
+            _ => Vec::new(),
+        };
+        let cause = e.detail.get("cause").and_then(|v| v.as_str()).unwrap_or("reclaim").replace('_', " ");
+        lender.zip(cohort).map(|(lender, cohort)| view! {
+            <div class="reclaim" data-testid="reclaim">
+                <span>{format!("{cause}: lender ")}{queue_link(lender)}</span>
+                <span>" · borrower "{borrowers.iter().map(|b| queue_link(b)).collect_view()}</span>
+                <span>" · cohort "<a class="cohort-link" href=format!("/cohorts/{cohort}")>{cohort.to_string()}</a></span>
+            </div>
+        })
+    };
     let detail = (e.kind == "preempted").then(|| {
         let preemptor = e.detail.get("preemptor").and_then(|v| v.as_str()).unwrap_or_default().to_string();
         let pprio = e.detail.get("preemptor_priority").and_then(|v| v.as_i64());
@@ -135,6 +155,7 @@ pub fn EventRow(e: Event) -> impl IntoView {
                     <span class="event-msg">{e.message.clone()}</span>
                 </div>
                 {detail}
+                {cohort_line}
                 <div class="event-meta"><LocalTime at=e.at/>{context.into_iter().flatten().map(|c| view! { " · " {c} }).collect_view()}</div>
             </div>
         </li>

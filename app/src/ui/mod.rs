@@ -8,6 +8,7 @@ mod bench;
 #[cfg(feature = "ssr")]
 mod charts;
 mod chart;
+mod cohort;
 mod diff_view;
 mod editor;
 mod events;
@@ -30,6 +31,7 @@ use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
 use admin::{AuditLogPage, SignInPage, TokensPage};
+use cohort::CohortPage;
 use editor::ConfigPage;
 use events::EventsPage;
 use history::HistoryPage;
@@ -106,6 +108,7 @@ pub fn App() -> impl IntoView {
                 <Routes fallback=|| view! { <div class="card"><h1>"Not found"</h1><p>"There is no page here."</p><a href="/">"Back to the dashboard"</a></div> }>
                     <Route path=path!("/") view=OverviewPage/>
                     <Route path=path!("/queues/:name") view=QueuePage/>
+                    <Route path=path!("/cohorts/:name") view=CohortPage/>
                     <Route path=path!("/jobs") view=JobsPage/>
                     <Route path=path!("/jobs/new") view=SubmitPage/>
                     <Route path=path!("/jobs/:id") view=JobPage/>

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use super::live::{use_live, LiveBadge};
 use super::server_fns::{list_nodes, list_queues};
-use super::widgets::{amount, duration, ErrorBox, Loading, UsageBar};
+use super::widgets::{amount, duration, ErrorBox, Loading, QuotaBar};
 use crate::jobs::{NodeView, QueueView};
 
 #[component]
@@ -58,12 +58,19 @@ fn QueueGrid(queues: Vec<QueueView>) -> impl IntoView {
     }
     let cards = queues.into_iter().map(|q| {
         let href = format!("/queues/{}", q.name);
-        let bars = q.usage.iter().map(|u| view! { <UsageBar label=format!("{} · {}", u.flavor, u.resource) used=u.used nominal=u.nominal/> }).collect_view();
+        let bars = q
+            .usage
+            .iter()
+            .map(|u| view! { <QuotaBar label=format!("{} · {}", u.flavor, u.resource) u=u.clone() cohort=q.cohort.clone()/> })
+            .collect_view();
         view! {
             <article class="card queue-card" data-testid="queue-card" data-queue=q.name.clone()>
                 <div class="queue-card-head">
                     <h2><a href=href>{q.name.clone()}</a></h2>
-                    <span class="badge" title="Preemption within the queue">{format!("preemption: {}", q.preemption.replace('_', " "))}</span>
+                    <span class="badges">
+                        <span class="badge" title="Preemption within the queue">{format!("preemption: {}", q.preemption.replace('_', " "))}</span>
+                        {q.cohort.clone().map(|c| view! { <a class="badge cohort" data-testid="cohort-link" href=format!("/cohorts/{c}") title="The cohort it pools unused quota with">{format!("cohort {c}")}</a> })}
+                    </span>
                 </div>
                 <dl class="counts">
                     <div><dt>"pending"</dt><dd data-testid="pending-count">{q.pending_count}</dd></div>

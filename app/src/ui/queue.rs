@@ -8,7 +8,7 @@ use leptos_router::hooks::use_params_map;
 use super::chart::Chart;
 use super::live::{use_live, LiveBadge};
 use super::server_fns::{get_queue, list_jobs, usage_chart, QUEUE_PAGE_PENDING};
-use super::widgets::{duration, secs_between, ErrorBox, Loading, LocalTime, StateBadge, UsageBar};
+use super::widgets::{duration, secs_between, ErrorBox, Loading, LocalTime, QuotaBar, StateBadge};
 use crate::jobs::QueueView;
 
 /// The ranges a chart offers: (label, `since` parameter).
@@ -67,23 +67,36 @@ pub fn QueuePage() -> impl IntoView {
         <section class="card">
             <div class="section-head">
                 <h2>"Usage over time"</h2>
-                <div class="segmented" role="group" aria-label="Range">
-                    {RANGES.iter().map(|(label, since)| {
-                        let since = since.to_string();
-                        let s2 = since.clone();
-                        view! { <button type="button" class="small" aria-pressed=move || (range.get() == s2).to_string() on:click=move |_| range.set(since.clone())>{*label}</button> }
-                    }).collect_view()}
-                </div>
+                <RangePicker range/>
             </div>
             <Chart data=chart_data label=format!("Usage against quota over time") testid="queue-chart"/>
         </section>
     }
 }
 
+/// The chart range buttons ([`RANGES`]), one pressed.
+#[component]
+pub fn RangePicker(range: RwSignal<String>) -> impl IntoView {
+    view! {
+        <div class="segmented" role="group" aria-label="Range">
+            {RANGES.iter().map(|(label, since)| {
+                let since = since.to_string();
+                let s2 = since.clone();
+                view! { <button type="button" class="small" aria-pressed=move || (range.get() == s2).to_string() on:click=move |_| range.set(since.clone())>{*label}</button> }
+            }).collect_view()}
+        </div>
+    }
+}
+
 #[component]
 fn QueueBody(q: QueueView) -> impl IntoView {
     let live = use_live();
-    let bars = q.usage.iter().map(|u| view! { <UsageBar label=format!("{} · {}", u.flavor, u.resource) used=u.used nominal=u.nominal/> }).collect_view();
+    let cohort = q.cohort.clone();
+    let bars = q
+        .usage
+        .iter()
+        .map(|u| view! { <QuotaBar label=format!("{} · {}", u.flavor, u.resource) u=u.clone() cohort=cohort.clone()/> })
+        .collect_view();
     let more = (q.pending_count as usize).saturating_sub(q.pending.len());
     let pending_rows = q.pending.into_iter().map(|p| {
         let at = p.enqueued_at;
@@ -114,7 +127,8 @@ fn QueueBody(q: QueueView) -> impl IntoView {
     }).collect_view();
     view! {
         <section class="card">
-            <div class="section-head"><h2>"Quota"</h2><span class="badge">{format!("preemption: {}", q.preemption.replace('_', " "))}</span></div>
+            <div class="section-head"><h2>"Quota"</h2><span class="badge">{format!("preemption: {}", q.preemption.replace('_', " "))}</span>
+                {q.cohort.clone().map(|c| view! { <a class="badge cohort" data-testid="cohort-link" href=format!("/cohorts/{c}")>{format!("cohort {c}: borrows and lends unused quota")}</a> })}</div>
             <div class="usage-list wide">{bars}</div>
         </section>
         <section class="card">

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 pub use crate::api::{ApplyInput, ApplyOutcome, ChartData, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
-use crate::jobs::{Event, EventPage, Job, JobPage, NodeView, QueueView, StageResults, StageStatus};
+use crate::jobs::{CohortView, Event, EventPage, Job, JobPage, NodeView, QueueView, StageResults, StageStatus};
 use crate::preview::PreviewReport;
 
 #[cfg(feature = "ssr")]
@@ -59,6 +59,18 @@ pub async fn get_queue(name: String) -> Result<QueueView, ServerFnError> {
     let mut view = backend()?.queue(name).await.map_err(ServerFnError::new)?;
     view.pending.truncate(QUEUE_PAGE_PENDING);
     Ok(view)
+}
+
+/// Every cohort with its members' use, borrowing, lending and shares.
+#[server]
+pub async fn list_cohorts() -> Result<Vec<CohortView>, ServerFnError> {
+    backend()?.cohorts().await.map_err(ServerFnError::new)
+}
+
+/// One cohort.
+#[server]
+pub async fn get_cohort(name: String) -> Result<CohortView, ServerFnError> {
+    backend()?.cohort(name).await.map_err(ServerFnError::new)
 }
 
 /// Every node of every backend.

@@ -82,6 +82,40 @@ pub fn UsageBar(label: String, used: f64, nominal: Option<f64>) -> impl IntoView
     }
 }
 
+/// A quota cell's use: in a cohort, the part within nominal, the part of its idle quota lent
+/// to peers and the part borrowed above nominal are segments of their own, and said in words
+/// (`3 / 2 · 1 borrowed from research`). Outside a cohort, a [`UsageBar`].
+#[component]
+pub fn QuotaBar(label: String, u: crate::jobs::QuotaUsage, cohort: Option<String>) -> impl IntoView {
+    let (Some(cohort), Some(nominal)) = (cohort, u.nominal.filter(|n| *n > 0.0)) else {
+        return view! { <UsageBar label used=u.used nominal=u.nominal/> }.into_any();
+    };
+    let own = u.within_nominal().max(0.0);
+    let scale = nominal.max(u.used).max(own + u.lent);
+    let pct = |x: f64| (x / scale * 100.0).clamp(0.0, 100.0);
+    let mut words = format!("{} / {}", amount(u.used), amount(nominal));
+    if u.borrowed > 0.0 {
+        words.push_str(&format!(" · {} borrowed from {cohort}", amount(u.borrowed)));
+    }
+    if u.lent > 0.0 {
+        words.push_str(&format!(" · {} lent to {cohort}", amount(u.lent)));
+    }
+    let tone = if u.borrowed > 0.0 { "borrowing" } else if own >= nominal { "full" } else { "" };
+    view! {
+        <div class=format!("usage {tone}") data-testid="usage" data-borrowed=u.borrowed data-lent=u.lent>
+            <div class="usage-head"><span class="usage-label">{label.clone()}</span><span class="usage-text">{words.clone()}</span></div>
+            <div class="bar segments" role="meter" aria-label=format!("{label}: {words}") aria-valuemin="0" aria-valuemax="100"
+                aria-valuenow=format!("{:.0}", pct(u.used))>
+                <span class="seg own" style=format!("width: {:.1}%", pct(own))></span>
+                <span class="seg lent" title=format!("lent to {cohort}") style=format!("width: {:.1}%", pct(u.lent))></span>
+                <span class="seg borrowed" title=format!("borrowed from {cohort}") style=format!("width: {:.1}%", pct(u.borrowed))></span>
+                {(u.used > nominal).then(|| view! { <span class="nominal-mark" style=format!("left: {:.1}%", pct(nominal))></span> })}
+            </div>
+        </div>
+    }
+    .into_any()
+}
+
 /// Cursor paging under a list: what the page shows, "← Newest" unless this is the first
 /// page (`newest`: its link), "Older →" when there is more (`older`).
 #[component]

@@ -61,3 +61,21 @@ impl Rng {
         xs[self.below(xs.len() as u64) as usize]
     }
 }
+
+/// One row of a table against Kueue's measured mean: Berth's target is half of it (`le`),
+/// or at least as much (usage).
+pub fn against_kueue(name: &str, got: f64, kueue: f64, le: bool, unit: &str) {
+    let target = if le { kueue / 2.0 } else { kueue };
+    let ok = if le { got <= target } else { got >= target };
+    println!(
+        "{name:<44} | {got:>9.1} {unit:<2} | {kueue:>9.1} {unit:<2} | {} {target:>7.1} {unit:<2} | {:>4}",
+        if le { "<=" } else { ">=" },
+        if ok { "yes" } else { "NO" }
+    );
+}
+
+/// The header of a table of [`against_kueue`] rows.
+pub fn kueue_header() {
+    println!("{:<44} | {:>12} | {:>12} | {:>13} | {:>4}", "metric", "berth", "kueue mean", "target", "ok");
+    println!("{}", "-".repeat(98));
+}

@@ -5,6 +5,8 @@
 
 use engine::{Admission, PendingInfo, Plan, Preemption};
 
+use super::events;
+
 use super::*;
 
 /// What one decision offers the engine, borrowed from the live jobs.
@@ -132,41 +134,32 @@ impl Loop {
     }
 
     /// Victims go back to pending, keeping their enqueue time; their runs are stopped after
-    /// the commit.
+    /// the commit. Each gets a `preempted` event saying why it could be (within its queue, a
+    /// reclaim, a borrow); a reclaiming preemptor gets a `reclaimed` one.
     fn preempt(&mut self, preemptions: &[Preemption], now: i64, batch: &mut Batch) {
         let version = self.state.config_version;
         for p in preemptions {
             let preemptor_priority = self.state.jobs.get(&p.preemptor).map_or(0, |l| l.row.priority);
-            let victims: Vec<serde_json::Value> = p
-                .victims
-                .iter()
-                .map(|v| serde_json::json!({"job_id": &**v, "priority": self.state.jobs.get(v).map_or(0, |l| l.row.priority)}))
-                .collect();
+            let cohort = self.state.compiled.cohort_of(&p.queue).cloned();
+            if let Some(mut e) = self.state.jobs.get(&p.preemptor).and_then(|l| events::reclaimed(now, p, l, cohort.as_ref())) {
+                e.config_version = Some(version);
+                batch.events.push(e);
+            }
+            let priorities: Vec<i64> = p.victims.iter().map(|v| self.state.jobs.get(&v.job).map_or(0, |l| l.row.priority)).collect();
             for v in &p.victims {
-                let Some(live) = self.state.jobs.get_mut(v) else { continue };
+                let Some(live) = self.state.jobs.get_mut(&v.job) else { continue };
                 if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
                     batch.stops.push((b.as_str().into(), live.run(), h));
                 }
-                let mut e = job_event(
-                    now,
-                    "preempted",
-                    live,
-                    format!("preempted by {} (priority {preemptor_priority} > {})", p.preemptor, live.row.priority),
-                );
+                let mut e = events::preempted(now, p, v, live, (preemptor_priority, &priorities), cohort.as_ref());
                 e.config_version = Some(version);
-                e.detail = Some(serde_json::json!({
-                    "preemptor": &*p.preemptor,
-                    "preemptor_priority": preemptor_priority,
-                    "victims": victims,
-                    "queue": &*p.queue,
-                }));
                 batch.events.push(e);
                 live.row.state = JobState::Pending;
                 live.row.admitted_at_us = None;
                 live.row.started_at_us = None;
                 live.row.reason = Some(format!("preempted by {}", p.preemptor));
                 live.clear_placement();
-                batch.touch(v);
+                batch.touch(&v.job);
             }
         }
     }
@@ -195,6 +188,7 @@ impl Loop {
             let mut e = job_event(now, "admitted", live, format!("admitted to {} on {} ({})", a.queue, a.node, flavors.join(", ")));
             e.config_version = Some(version);
             batch.events.push(e);
+            batch.events.extend(events::borrowed(now, a, live).map(|mut e| { e.config_version = Some(version); e }));
             batch.touch(&a.job);
             starts.push(a.job.clone());
         }

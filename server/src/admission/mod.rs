@@ -35,6 +35,7 @@
 mod apply;
 mod commands;
 mod decide;
+mod events;
 #[cfg(test)]
 mod harness;
 pub mod intake;

@@ -1,4 +1,5 @@
-//! Resource history: the usage of every quota cell, sampled while anything is in use.
+//! Resource history: the usage of every quota cell (and what it borrows from its cohort),
+//! sampled while anything is in use.
 
 use super::*;
 
@@ -35,14 +36,20 @@ impl Loop {
             return;
         }
         let cells = self.state.compiled.quota_cells();
+        let used: Vec<Milli> =
+            cells.iter().map(|c| Milli(usage.get(&(c.queue.clone(), c.flavor.clone(), c.resource.clone())).copied().unwrap_or(0))).collect();
+        // What a cell borrows depends on its own use alone (use above nominal).
+        let shares = engine::cohort_shares(&cells, &used);
         let samples: Vec<NewSample> = cells
             .iter()
-            .map(|c| NewSample {
+            .zip(used.iter().zip(&shares))
+            .map(|(c, (u, share))| NewSample {
                 queue: c.queue.to_string(),
                 flavor: c.flavor.to_string(),
                 resource: c.resource.to_string(),
-                used_milli: usage.get(&(c.queue.clone(), c.flavor.clone(), c.resource.clone())).copied().unwrap_or(0),
+                used_milli: u.0,
                 nominal_milli: c.nominal.map(|m| m.0),
+                borrowed_milli: share.borrowed.0,
             })
             .collect();
         if let Err(e) = self.store.insert_samples(now, &samples).await {

@@ -380,15 +380,25 @@ pub async fn run_queues(cli: &Cli, name: Option<&str>, output: Output) -> Result
 }
 
 fn print_queues(queues: &[QueueView]) {
-    println!("{:<16}  {:>7}  {:>7}  {:>9}  USAGE (used/nominal per flavor.resource)", "QUEUE", "PENDING", "RUNNING", "LONGEST");
+    println!(
+        "{:<16}  {:<12}  {:>7}  {:>7}  {:>9}  USAGE (used/nominal per flavor.resource; in a cohort: +borrowed, lent)",
+        "QUEUE", "COHORT", "PENDING", "RUNNING", "LONGEST"
+    );
     for q in queues {
         let usage: Vec<String> = q
             .usage
             .iter()
-            .map(|u| format!("{}.{}={}/{}", u.flavor, u.resource, u.used, u.nominal.map_or("∞".into(), |n| n.to_string())))
+            .map(|u| {
+                let mut cell = format!("{}.{}={}/{}", u.flavor, u.resource, u.used, u.nominal.map_or("∞".into(), |n| n.to_string()));
+                if q.cohort.is_some() && (u.borrowed > 0.0 || u.lent > 0.0) {
+                    cell.push_str(&format!(" (+{} borrowed, {} lent)", u.borrowed, u.lent));
+                }
+                cell
+            })
             .collect();
         let longest = q.longest_wait_s.map_or("-".into(), |s| format!("{s:.0}s"));
-        println!("{:<16}  {:>7}  {:>7}  {:>9}  {}", q.name, q.pending_count, q.running_count, longest, usage.join(" "));
+        let cohort = q.cohort.as_deref().unwrap_or("-");
+        println!("{:<16}  {:<12}  {:>7}  {:>7}  {:>9}  {}", q.name, cohort, q.pending_count, q.running_count, longest, usage.join(" "));
     }
 }
 

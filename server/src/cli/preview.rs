@@ -71,6 +71,11 @@ pub fn print(r: &PreviewReport, max_changes: usize) {
                 }
             }
         }
+        for (side, stats) in [("active", a), ("draft", d)] {
+            if let Some(cohort) = stats.cohort_summary() {
+                println!("{:<20}   under the {side}: {cohort}", "");
+            }
+        }
         if d.never_admitted > a.never_admitted {
             println!("{:<20}   never admitted under the draft: {} (active: {})", "", d.never_admitted, a.never_admitted);
         }

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use app::config::{MatchExpression, OnViolation, Operator, ResourceQueue, SchedulerConfig, WithinQueuePreemption};
+use app::config::{CohortPreemption, MatchExpression, OnViolation, Operator, ResourceQueue, SchedulerConfig, WithinQueuePreemption};
 
 use super::policy::{self, OrderingPolicy, PlacementPolicy, QueueingStrategy};
 use super::resources::{Milli, Name};
@@ -39,6 +39,27 @@ pub struct Compiled {
     pub(crate) rules: Vec<RuleDef>,
     /// Where jobs go when there are no rules.
     pub(crate) default_queue: Option<usize>,
+    /// Cohorts in order of first mention; queues name theirs by index.
+    pub(crate) cohorts: Vec<CohortDef>,
+}
+
+/// Queues that pool their unused nominal quota.
+#[derive(Debug, Clone)]
+pub(crate) struct CohortDef {
+    pub name: Name,
+    /// Member queues, in config order.
+    pub members: Vec<usize>,
+    /// Some member set `fair_sharing_weight`: borrowers are ordered by weighted share.
+    pub fair: bool,
+}
+
+/// Whom a queue's pending job may preempt on cohort peers that borrow
+/// (`reclaim_within_cohort`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reclaim {
+    Never,
+    LowerPriority,
+    Any,
 }
 
 #[derive(Debug, Clone)]
@@ -53,6 +74,14 @@ pub(crate) struct FlavorDef {
 pub(crate) struct QueueDef {
     pub name: Name,
     pub preempt_lower_priority: bool,
+    /// Its cohort (index into `Compiled::cohorts`).
+    pub cohort: Option<usize>,
+    pub reclaim: Reclaim,
+    /// `borrow_within_cohort: lower_priority`: may preempt lower-priority borrowers of peers
+    /// while borrowing itself.
+    pub borrow_preempt: bool,
+    /// Fair-sharing weight in milli-units (1000 when not set).
+    pub weight: Milli,
     pub ordering: &'static OrderingPolicy,
     pub placement: &'static PlacementPolicy,
     pub strategy: QueueingStrategy,
@@ -78,6 +107,12 @@ pub(crate) struct SlotDef {
     pub group: usize,
     /// Per interned resource; `UNLIMITED` when not limited.
     pub quota: Vec<Milli>,
+    /// Per interned resource: how much of the nominal quota cohort peers may borrow
+    /// (`lending_limit`, else all of it); zero outside a cohort.
+    pub lend: Vec<Milli>,
+    /// Per interned resource: how far above nominal the queue may borrow; `UNLIMITED` when
+    /// `borrowing_limit` is omitted, zero outside a cohort.
+    pub borrow: Vec<Milli>,
 }
 
 #[derive(Debug, Clone)]
@@ -119,13 +154,27 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
 
     let mut queues = Vec::new();
     let mut queue_ids: HashMap<Name, usize> = HashMap::new();
+    let mut cohorts: Vec<CohortDef> = Vec::new();
     for (qi, q) in config.queues().iter().enumerate() {
         let path = format!("resource_queues[{qi}]");
         let name: Name = q.name.as_str().into();
         if queue_ids.insert(name.clone(), qi).is_some() {
             return Err(err(format!("{path}.name"), format!("queue {} is defined twice", q.name)));
         }
-        queues.push(compile_queue(q, &path, name, &resources, &flavor_ids)?);
+        let mut def = compile_queue(q, &path, name, &resources, &flavor_ids)?;
+        if let Some(c) = q.cohort_name.as_deref() {
+            let at = match cohorts.iter().position(|d| &*d.name == c) {
+                Some(at) => at,
+                None => {
+                    cohorts.push(CohortDef { name: c.into(), members: Vec::new(), fair: false });
+                    cohorts.len() - 1
+                }
+            };
+            cohorts[at].members.push(qi);
+            cohorts[at].fair |= q.fair_sharing_weight.is_some();
+            def.cohort = Some(at);
+        }
+        queues.push(def);
     }
 
     // The built-in `default` queue (see the module docs): where every job goes when there
@@ -169,7 +218,7 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
 
     let default_queue = rules.is_empty().then(|| queue_ids[DEFAULT_QUEUE]);
 
-    Ok(Compiled { resources, flavors, queues, queue_ids, rules, default_queue })
+    Ok(Compiled { resources, flavors, queues, queue_ids, rules, default_queue, cohorts })
 }
 
 /// One queue: its policies by name, and its resource groups as quota slots.
@@ -192,6 +241,24 @@ fn compile_queue(q: &ResourceQueue, path: &str, name: Name, resources: &[Name], 
         .as_ref()
         .and_then(|p| p.within_resource_queue)
         .is_some_and(|w| w == WithinQueuePreemption::LowerPriority);
+    // Lenient with what the validator refuses but an older build stored (the engine can run
+    // it): limits outside a cohort do nothing, a lending limit above nominal lends the
+    // nominal, and `borrow_within_cohort: any` preempts lower priority, as the SDK's
+    // strongest value does.
+    let in_cohort = q.cohort_name.is_some();
+    let policy = |f: fn(&app::config::PreemptionPolicy) -> Option<CohortPreemption>| {
+        q.preemption.as_ref().and_then(f).filter(|_| in_cohort).unwrap_or(CohortPreemption::Never)
+    };
+    let reclaim = match policy(|p| p.reclaim_within_cohort) {
+        CohortPreemption::Never => Reclaim::Never,
+        CohortPreemption::LowerPriority => Reclaim::LowerPriority,
+        CohortPreemption::Any => Reclaim::Any,
+    };
+    let borrow_preempt = policy(|p| p.borrow_within_cohort) != CohortPreemption::Never && reclaim != Reclaim::Never;
+    let weight = match q.fair_sharing_weight {
+        Some(w) => quota_milli(w).ok_or_else(|| err(format!("{path}.fair_sharing_weight"), "must be a number ≥ 0 with at most 3 decimals"))?,
+        None => Milli::units(1),
+    };
 
     let mut groups = Vec::new();
     let mut slots = Vec::new();
@@ -220,24 +287,42 @@ fn compile_queue(q: &ResourceQueue, path: &str, name: Name, resources: &[Name], 
                 return Err(err(format!("{fpath}.name"), format!("flavor {} appears twice in queue {}", fq.name, q.name)));
             }
             let mut quota = vec![Milli::UNLIMITED; resources.len()];
+            let mut lend = vec![Milli::ZERO; resources.len()];
+            let mut borrow = vec![Milli::ZERO; resources.len()];
+            for &k in &group_res {
+                // A covered resource the flavor does not list: unlimited, all of it lent.
+                lend[k] = if in_cohort { Milli::UNLIMITED } else { Milli::ZERO };
+                borrow[k] = if in_cohort { Milli::UNLIMITED } else { Milli::ZERO };
+            }
             for (si, spec) in fq.resources.as_deref().unwrap_or_default().iter().enumerate() {
                 let spath = format!("{fpath}.resources[{si}]");
                 let id = res_id(&spec.name).filter(|id| group_res.contains(id)).ok_or_else(|| {
                     err(format!("{spath}.name"), format!("resource {} is not among the group's covered_resources", spec.name))
                 })?;
-                if let Some(n) = spec.nominal_quota {
-                    quota[id] = quota_milli(n).ok_or_else(|| {
-                        err(format!("{spath}.nominal_quota"), "must be a number ≥ 0 with at most 3 decimals")
-                    })?;
+                let number = |field: &str, v: Option<f64>| -> Result<Option<Milli>, CompileError> {
+                    v.map(|n| quota_milli(n).ok_or_else(|| err(format!("{spath}.{field}"), "must be a number ≥ 0 with at most 3 decimals")))
+                        .transpose()
+                };
+                if let Some(n) = number("nominal_quota", spec.nominal_quota)? {
+                    quota[id] = n;
+                }
+                let (lending, borrowing) = (number("lending_limit", spec.lending_limit)?, number("borrowing_limit", spec.borrowing_limit)?);
+                if in_cohort {
+                    lend[id] = lending.map_or(quota[id], |l| l.min(quota[id]));
+                    borrow[id] = borrowing.unwrap_or(Milli::UNLIMITED);
                 }
             }
-            slots.push(SlotDef { flavor, group: gi, quota });
+            slots.push(SlotDef { flavor, group: gi, quota, lend, borrow });
         }
         groups.push(GroupDef { resources: group_res, slots: start..slots.len() });
     }
     Ok(QueueDef {
         name,
         preempt_lower_priority,
+        cohort: None,
+        reclaim,
+        borrow_preempt,
+        weight,
         ordering,
         placement,
         strategy,
@@ -263,11 +348,15 @@ fn add_builtin_queue(resources: &[Name], flavors: &mut Vec<FlavorDef>, flavor_id
     queues.push(QueueDef {
         name: DEFAULT_QUEUE.into(),
         preempt_lower_priority: false,
+        cohort: None,
+        reclaim: Reclaim::Never,
+        borrow_preempt: false,
+        weight: Milli::units(1),
         ordering: &policy::ORDERING[0],
         placement: &policy::PLACEMENT[0],
         strategy: QueueingStrategy::BestEffortFifo,
         groups: vec![GroupDef { resources: (0..n).collect(), slots: 0..1 }],
-        slots: vec![SlotDef { flavor, group: 0, quota: vec![Milli::UNLIMITED; n] }],
+        slots: vec![SlotDef { flavor, group: 0, quota: vec![Milli::UNLIMITED; n], lend: vec![Milli::ZERO; n], borrow: vec![Milli::ZERO; n] }],
         covered: vec![Some(0); n],
         covers_everything: true,
     });
@@ -308,12 +397,35 @@ pub struct QuotaCell {
     pub resource: Name,
     /// `None` = unlimited.
     pub nominal: Option<Milli>,
+    /// The queue's cohort, if any.
+    pub cohort: Option<Name>,
+    /// What cohort peers may borrow of the nominal quota (`None` = unlimited); zero
+    /// outside a cohort.
+    pub lendable: Option<Milli>,
+    /// How far above nominal the queue may borrow (`None` = no limit); zero outside a cohort.
+    pub borrowing_limit: Option<Milli>,
 }
 
 impl Compiled {
     /// Queue names in config order (plus the built-in `default` when compile added it).
     pub fn queue_names(&self) -> impl Iterator<Item = &Name> + '_ {
         self.queues.iter().map(|q| &q.name)
+    }
+
+    /// Cohorts (name, member queues, fair sharing on) in order of first mention.
+    pub fn cohorts(&self) -> impl Iterator<Item = (&Name, Vec<&Name>, bool)> + '_ {
+        self.cohorts.iter().map(|c| (&c.name, c.members.iter().map(|&q| &self.queues[q].name).collect(), c.fair))
+    }
+
+    /// A queue's fair-sharing weight (1 unless set).
+    pub fn weight(&self, queue: &str) -> Option<Milli> {
+        Some(self.queues[*self.queue_ids.get(queue)?].weight)
+    }
+
+    /// The cohort of a queue, if it is in one.
+    pub fn cohort_of(&self, queue: &str) -> Option<&Name> {
+        let q = &self.queues[*self.queue_ids.get(queue)?];
+        q.cohort.map(|c| &self.cohorts[c].name)
     }
 
     /// Whether a queue of this name exists.
@@ -341,12 +453,15 @@ impl Compiled {
             for s in &q.slots {
                 for (r, g) in q.covered.iter().enumerate() {
                     if *g == Some(s.group) {
-                        let nominal = (s.quota[r] != Milli::UNLIMITED).then_some(s.quota[r]);
+                        let limited = |m: Milli| (m != Milli::UNLIMITED).then_some(m);
                         out.push(QuotaCell {
                             queue: q.name.clone(),
                             flavor: self.flavors[s.flavor].name.clone(),
                             resource: self.resources[r].clone(),
-                            nominal,
+                            nominal: limited(s.quota[r]),
+                            cohort: q.cohort.map(|c| self.cohorts[c].name.clone()),
+                            lendable: limited(s.lend[r]),
+                            borrowing_limit: limited(s.borrow[r]),
                         });
                     }
                 }

@@ -1,13 +1,16 @@
 //! The admission cycle: snapshot → order → assign flavors → pick victims → plan.
 //!
 //! [`schedule`] reads top to bottom as those steps; [`Cycle::decide`] is one job's turn.
+//! Flavors are assigned in two passes (see `order.rs`): within nominal quota first, then
+//! borrowing from cohorts.
 
 use std::sync::Arc;
 
 use super::assign::{self, Fit, Scratch};
 use super::explain;
 use super::order::Order;
-use super::plan::{Admission, PendingInfo, Plan, Preemption};
+use super::compile::Reclaim;
+use super::plan::{Admission, Borrowed, PendingInfo, Plan, Preemption, Victim};
 use super::policy::QueueingStrategy;
 use super::preempt::{self, FailCache, NoVictims};
 use super::resources::Milli;
@@ -20,10 +23,16 @@ pub fn schedule(snap: &Snapshot) -> Plan {
     let mut st = State::build(*snap);
     // 2. Order: each queue's total order, heads interleaved across queues.
     let mut order = Order::build(&st);
-    // 3–4. Each job in turn: assign flavors, else pick victims, else explain why it waits.
+    // 3–4. Each job in turn: assign flavors, else pick victims, else explain why it waits;
+    // a job of a cohort that would have to borrow or preempt waits for the second pass.
     let mut cycle = Cycle::new(&st);
     while let Some((q, j)) = order.next_job(&st) {
-        cycle.decide(&mut st, q, j);
+        cycle.decide(&mut st, &mut order, q, j);
+    }
+    // 3b. Borrowing: the deferred jobs, after every job that fits within nominal quota.
+    order.start_borrowing(&st);
+    while let Some((q, j)) = order.next_job(&st) {
+        cycle.decide(&mut st, &mut order, q, j);
     }
     // 5. Plan: admissions and preemptions in decision order, waiting jobs with positions.
     cycle.into_plan(&st, &order)
@@ -72,8 +81,9 @@ impl Cycle {
         }
     }
 
-    /// One job's turn.
-    fn decide(&mut self, st: &mut State, q: usize, j: usize) {
+    /// One job's turn; in the first pass, a cohort queue's job that does not fit within
+    /// nominal is deferred with the rest of its queue.
+    fn decide(&mut self, st: &mut State, order: &mut Order, q: usize, j: usize) {
         let def = &st.c.queues[q];
         let prio = st.snap.pending[j].priority;
         if let Some(reason) = &self.blocked[q] {
@@ -86,6 +96,15 @@ impl Cycle {
         self.row.clear();
         self.row.extend_from_slice(st.row(j));
         let row = std::mem::take(&mut self.row);
+        if def.cohort.is_some() && !order.borrowing() {
+            match assign::fit(st, q, &row, &mut self.sc, false) {
+                Fit::Fits { node } => self.admit(st, q, j, &row, node),
+                Fit::Uncovered { res } => self.wait(q, j, explain::uncovered(st, q, res).into(), false),
+                Fit::Nowhere => order.defer(q),
+            }
+            self.row = row;
+            return;
+        }
         if let Some(last) = &self.last[q] {
             if last.epoch == st.epoch && last.q_epoch == self.q_epoch[q] && last.prio == prio && last.row == row {
                 // Nothing it depends on changed: same verdict, no work.
@@ -95,12 +114,12 @@ impl Cycle {
                 return self.wait(q, j, reason, true);
             }
         }
-        match assign::fit(st, q, &row, &mut self.sc) {
+        match assign::fit(st, q, &row, &mut self.sc, true) {
             Fit::Fits { node } => self.admit(st, q, j, &row, node),
             Fit::Uncovered { res } => self.wait(q, j, explain::uncovered(st, q, res).into(), false),
             Fit::Nowhere => {
                 let mut why = None;
-                if def.preempt_lower_priority {
+                if def.preempt_lower_priority || def.reclaim != Reclaim::Never {
                     match self.preempt(st, q, j, &row) {
                         Ok(()) => {
                             self.row = row;
@@ -140,13 +159,13 @@ impl Cycle {
         let prio = st.snap.pending[j].priority;
         let set = preempt::find(st, q, prio, row, &mut self.sc, &mut self.preempt_fails[q])?;
         let victims = std::mem::take(&mut self.sc.victims);
-        for &v in &victims {
+        for &(v, _) in &victims {
             st.release(v);
         }
         let score = st.c.queues[q].placement.score;
         let Ok(node) = st.place(set, row, score) else {
             // The simulation is exact, so this does not happen; never stop jobs for nothing.
-            for &v in &victims {
+            for &(v, _) in &victims {
                 st.restore(v);
             }
             self.sc.victims = victims;
@@ -156,8 +175,20 @@ impl Cycle {
         self.plan.preemptions.push(Preemption {
             preemptor: st.snap.pending[j].id.clone(),
             queue: st.c.queues[q].name.clone(),
-            victims: victims.iter().map(|&v| running[v].id.clone()).collect(),
+            victims: victims
+                .iter()
+                .map(|&(v, cause)| {
+                    let queue = st.c.queue_name(&running[v].queue).cloned().unwrap_or_else(|| running[v].queue.clone());
+                    Victim { job: running[v].id.clone(), queue, cause }
+                })
+                .collect(),
         });
+        // Reasons of the victims' queues change too.
+        for &(v, _) in &victims {
+            if let Some(&m) = st.c.queue_ids.get(&*running[v].queue) {
+                self.bump(st, m);
+            }
+        }
         self.sc.victims = victims;
         self.admit(st, q, j, row, node);
         Ok(())
@@ -182,8 +213,8 @@ impl Cycle {
                 FlavorAssignment { flavor: st.c.flavors[def.slots[slot].flavor].name.clone(), resources }
             })
             .collect();
-        st.charge(q, &choice, row, node);
-        self.q_epoch[q] += 1;
+        let borrowed = self.charge(st, q, &choice, row, node);
+        self.bump(st, q);
         let n = &st.snap.nodes[st.nodes[node]];
         self.plan.admissions.push(Admission {
             job: st.snap.pending[j].id.clone(),
@@ -191,8 +222,51 @@ impl Cycle {
             flavors,
             node: n.id.clone(),
             backend: n.backend.clone(),
+            borrowed,
         });
         self.sc.choice = choice;
+    }
+
+    /// Charges an admission to the working copy; what it borrows from the queue's cohort,
+    /// and from whom.
+    fn charge(&mut self, st: &mut State, q: usize, choice: &[(usize, usize)], row: &[Milli], node: usize) -> Vec<Borrowed> {
+        let def = &st.c.queues[q];
+        let Some(cohort) = def.cohort else {
+            st.charge(q, choice, row, node);
+            return Vec::new();
+        };
+        let cells: Vec<(usize, usize, Milli)> = choice
+            .iter()
+            .flat_map(|&(g, slot)| def.groups[g].resources.iter().map(move |&k| (slot, k)))
+            .filter(|&(_, k)| row[k] != Milli::ZERO)
+            .map(|(slot, k)| {
+                let cell = st.cell(q, slot, k);
+                let amount = st.terms(cell).borrowed(st.usage[cell].plus(row[k])).minus(st.terms(cell).borrowed(st.usage[cell]));
+                (slot, k, amount)
+            })
+            .filter(|c| c.2 > Milli::ZERO)
+            .collect();
+        // Lenders before the charge: what each peer has idle to lend.
+        let borrowed = cells
+            .into_iter()
+            .map(|(slot, k, amount)| Borrowed {
+                cohort: st.c.cohorts[cohort].name.clone(),
+                flavor: st.c.flavors[def.slots[slot].flavor].name.clone(),
+                resource: st.names[k].clone(),
+                amount,
+                lenders: st.lenders(q, st.cell(q, slot, k), amount),
+            })
+            .collect();
+        st.charge(q, choice, row, node);
+        borrowed
+    }
+
+    /// Usage of queue `q` changed: its reasons, and in a cohort its peers', are stale.
+    fn bump(&mut self, st: &State, q: usize) {
+        match st.c.queues[q].cohort {
+            Some(c) => st.c.cohorts[c].members.iter().for_each(|&m| self.q_epoch[m] += 1),
+            None => self.q_epoch[q] += 1,
+        }
     }
 
     fn wait(&mut self, q: usize, j: usize, reason: Arc<str>, no_room: bool) {

@@ -2,11 +2,15 @@
 //!
 //! One sentence per flavor tried, in the order tried, prefixed by the queue:
 //! `queue research: flavor spot: gpu quota 64, in use 60, requested 8; flavor on-demand: no
-//! node matches market in [on-demand]`. Numbers are printed as the config writes them.
+//! node matches market in [on-demand]`. Numbers are printed as the config writes them. In a
+//! cohort the quota sentence says what the cohort can lend and the borrowing limit:
+//! `flavor any: cpu nominal 2, in use 5, requested 1; cohort research has 0 idle of 3
+//! lendable; borrowing limit 3, borrowed 3`.
 
 use std::fmt::Write;
 
 use super::assign::Miss;
+use super::compile::Reclaim;
 use super::preempt::NoVictims;
 use super::resources::Milli;
 use super::state::State;
@@ -69,6 +73,7 @@ pub(crate) fn no_fit(st: &State, q: usize, row: &[Milli], misses: &[Miss], preem
                     st.c.flavors[def.slots[slot].flavor].name, st.names[res], row[res]
                 );
             }
+            Miss::Pool { slot, res } => pool(&mut out, st, q, slot, res, row[res]),
             Miss::NoNodeMatches { set } => {
                 let described: Vec<&str> = st.sets[set]
                     .flavors
@@ -99,14 +104,47 @@ pub(crate) fn no_fit(st: &State, q: usize, row: &[Milli], misses: &[Miss], preem
             }
         }
     }
-    match preempt {
-        None => {}
-        Some(NoVictims::NoCandidates) => {
+    let reclaims = def.cohort.is_some() && def.reclaim != Reclaim::Never;
+    match (preempt, reclaims, def.preempt_lower_priority) {
+        (None, ..) => {}
+        (Some(NoVictims::NoCandidates), false, _) => {
             let _ = write!(out, "; no running job below priority {prio} left to preempt");
         }
-        Some(NoVictims::NotEnough) => out.push_str("; preempting every lower-priority job would not make room"),
+        (Some(NoVictims::NoCandidates), true, own) => {
+            let peers = if def.reclaim == Reclaim::Any { "no job of a borrowing peer" } else { "no lower-priority job of a borrowing peer" };
+            let own = if own { format!(" and no running job below priority {prio} in the queue") } else { String::new() };
+            let _ = write!(out, "; {peers} to reclaim{own}");
+        }
+        (Some(NoVictims::NotEnough), false, _) => out.push_str("; preempting every lower-priority job would not make room"),
+        (Some(NoVictims::NotEnough), true, _) => out.push_str("; preempting every job it may preempt would not make room"),
+        (Some(NoVictims::WouldBorrow), ..) => out.push_str(
+            "; it would borrow, and without borrow_within_cohort a queue reclaims only to stay within its nominal quota",
+        ),
     }
     out
+}
+
+/// `flavor any: cpu nominal 2, in use 5, requested 1; cohort research has 0 idle of 3
+/// lendable; borrowing limit 3, borrowed 3`, plus, for a queue whose own nominal is lent
+/// out and that does not reclaim, that it waits for the borrowers.
+fn pool(out: &mut String, st: &State, q: usize, slot: usize, res: usize, requested: Milli) {
+    let def = &st.c.queues[q];
+    let cell = st.cell(q, slot, res);
+    let (t, used) = (st.terms(cell), st.usage[cell]);
+    let Some(p) = st.pool(cell) else { return };
+    let cohort = &st.c.cohorts[def.cohort.unwrap_or_default()].name;
+    let idle = if st.pool_cap[p] == Milli::UNLIMITED { Milli::UNLIMITED } else { st.pool_cap[p].minus(st.pool_used[p]).max(Milli::ZERO) };
+    let _ = write!(
+        out,
+        "flavor {}: {} nominal {}, in use {used}, requested {requested}; cohort {cohort} has {idle} idle of {} lendable",
+        st.c.flavors[def.slots[slot].flavor].name, st.names[res], t.nominal, st.pool_cap[p]
+    );
+    if t.limit != Milli::UNLIMITED {
+        let _ = write!(out, "; borrowing limit {}, borrowed {}", t.limit, t.borrowed(used));
+    }
+    if !st.borrows_with(cell, requested) && def.reclaim == Reclaim::Never && t.in_pool(used) < t.lend {
+        let _ = write!(out, "; its nominal quota is lent to peers and reclaim_within_cohort is never: it waits for them to finish");
+    }
 }
 
 /// A requested resource the queue does not provide.

@@ -43,8 +43,17 @@
 //!   A zero amount is the same as not asking. A node lacking a resource has 0 of it.
 //! * **Quota** is per queue × flavor × resource and held by running *and* admitted jobs
 //!   (both are in [`Snapshot::running`]). Omitted `nominal_quota`, or a covered resource the
-//!   flavor does not list, is unlimited; `0` blocks. Borrowing/cohorts are not implemented:
-//!   every queue is limited to its own nominal quota.
+//!   flavor does not list, is unlimited; `0` blocks. A queue outside a cohort is limited to
+//!   its nominal quota.
+//! * **Cohorts** (`cohort.rs`): queues sharing a `cohort_name` pool their unused nominal
+//!   quota per flavor and resource, as Kueue does for a flat cohort. A member may use its
+//!   guaranteed part (`nominal − lending_limit`) plus what the pool has idle, but never more
+//!   than `nominal + borrowing_limit`; it borrows what it uses above nominal. Jobs that fit
+//!   without borrowing are decided first, then the borrowers (`order.rs`); among a cohort's
+//!   borrowers, fair sharing (a member sets `fair_sharing_weight`) takes the queue of lowest
+//!   weighted dominant share first. A tuple of flavors that needs no borrowing is preferred
+//!   to an earlier one that must borrow (Kueue's `whenCanBorrow: TryNextFlavor`; Kueue's
+//!   default stops at the first tuple that fits, borrowing or not).
 //! * **Order** within a queue is total: priority, the queue's `ordering_policy` key
 //!   (`fifo` default; `large_resource`, `small_first` rank by GPUs, then CPUs, then memory,
 //!   then custom resources), enqueue time, id. Queues' heads are interleaved by priority,
@@ -60,12 +69,14 @@
 //!   those behind it. `strict_fifo`: the first job that does not fit (after trying
 //!   preemption) blocks the rest of its queue this cycle, and their reason says so. A job
 //!   that can never be admitted (uncovered resource, empty request) does not block.
-//! * **Preemption** only for `within_resource_queue: lower_priority` (`never` or omitted
-//!   never preempts), only when nothing fits without it: see `preempt.rs`. The preemptor is
-//!   admitted *in the same plan*, with its victims' quota and node capacity released in the
-//!   cycle's working copy; the applier must stop every victim before starting any
-//!   admission. Victims are never of equal or higher priority, never from another queue,
-//!   never chosen twice, and never jobs admitted in the same cycle.
+//! * **Preemption** only when nothing fits without it, within the queue for
+//!   `within_resource_queue: lower_priority`, and of borrowing cohort peers' jobs for
+//!   `reclaim_within_cohort` (`lower_priority` or `any`) and `borrow_within_cohort`: see
+//!   `preempt.rs`. `never` or omitted never preempts. The preemptor is admitted *in the same
+//!   plan*, with its victims' quota and node capacity released in the cycle's working copy;
+//!   the applier must stop every victim before starting any admission. Every victim carries
+//!   its [`Cause`]; a victim of the own queue is of strictly lower priority, one of a peer
+//!   belongs to a queue that borrows; none is chosen twice or admitted in the same cycle.
 //! * **Explanations.** Every pending job not admitted gets a position (1-based, per queue,
 //!   in admission order) and a reason with one sentence per flavor tried, plus why
 //!   preemption did not help; see `explain.rs`.
@@ -79,6 +90,7 @@
 //! queue failed preemption attempts. `server/benches/engine.rs` measures it.
 
 mod assign;
+mod cohort;
 mod compile;
 mod cycle;
 mod explain;
@@ -96,9 +108,10 @@ mod state;
 #[cfg(test)]
 pub(crate) mod tests;
 
+pub use cohort::{cohort_shares, dominant_share, CellShare};
 pub use compile::{compile, CompileError, Compiled, QuotaCell, DEFAULT_QUEUE};
 pub use cycle::schedule;
-pub use plan::{Admission, PendingInfo, Plan, Preemption};
+pub use plan::{Admission, Borrowed, Cause, PendingInfo, Plan, Preemption, Victim};
 pub use resources::{Milli, Name, Resources};
 pub use route::{bounded_priority, check_submittable, route, Rejection, Routed};
 pub use snapshot::{FlavorAssignment, InFlightLimit, Node, PendingJob, RunningJob, Snapshot};

@@ -34,6 +34,21 @@ pub struct Admission {
     pub node: Name,
     /// The node's backend.
     pub backend: Name,
+    /// What it borrows from its queue's cohort: usage above nominal this admission adds.
+    pub borrowed: Vec<Borrowed>,
+}
+
+/// An amount an admission borrows from its queue's cohort.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Borrowed {
+    /// The cohort lending it.
+    pub cohort: Name,
+    pub flavor: Name,
+    pub resource: Name,
+    pub amount: super::resources::Milli,
+    /// Who lends it: the peers whose idle lendable quota it takes, in proportion to what each
+    /// had idle (config order).
+    pub lenders: Vec<(Name, super::resources::Milli)>,
 }
 
 /// Stop these jobs so `preemptor` fits.
@@ -41,10 +56,44 @@ pub struct Admission {
 pub struct Preemption {
     /// The job admitted in their place (it is also in `admissions`).
     pub preemptor: Name,
-    /// Its queue (victims are always from the same queue).
+    /// Its queue.
     pub queue: Name,
     /// Running jobs to stop and requeue, in the order they were chosen.
-    pub victims: Vec<Name>,
+    pub victims: Vec<Victim>,
+}
+
+/// One running job a preemption stops, and why it may.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Victim {
+    /// Job id.
+    pub job: Name,
+    /// Its queue: the preemptor's, or (reclaim, borrow) a cohort peer that borrows.
+    pub queue: Name,
+    pub cause: Cause,
+}
+
+/// Why a victim may be preempted (Kueue's `InClusterQueue`, `InCohortReclamation`,
+/// `InCohortReclaimWhileBorrowing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// A lower-priority job of the preemptor's own queue (`within_resource_queue`).
+    WithinQueue,
+    /// The preemptor's queue takes back quota a borrowing peer uses (`reclaim_within_cohort`).
+    Reclaim,
+    /// The preemptor borrows the quota a lower-priority borrowing peer uses
+    /// (`borrow_within_cohort`).
+    Borrow,
+}
+
+impl Cause {
+    /// As written in events and the API: `within_queue`, `reclaim`, `borrow`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::WithinQueue => "within_queue",
+            Cause::Reclaim => "reclaim",
+            Cause::Borrow => "borrow",
+        }
+    }
 }
 
 /// Why a pending job waits, and where it stands.
@@ -77,8 +126,8 @@ impl Plan {
         self.pending.iter().find(|p| &*p.job == job)
     }
 
-    /// All victims of this plan.
+    /// All victims of this plan (job ids).
     pub fn victims(&self) -> impl Iterator<Item = &Name> + '_ {
-        self.preemptions.iter().flat_map(|p| p.victims.iter())
+        self.preemptions.iter().flat_map(|p| p.victims.iter().map(|v| &v.job))
     }
 }

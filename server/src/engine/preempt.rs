@@ -1,30 +1,71 @@
-//! Step 4 of a cycle: picking victims for a job that fits nowhere.
+//! Step 4 of a cycle: picking victims for a job that fits nowhere — Kueue's classical
+//! preemption (`pkg/scheduler/preemption`) for a flat cohort, plus node room.
 //!
-//! Only for queues with `within_resource_queue: lower_priority`. Candidates are the queue's
-//! running jobs of strictly lower priority that are not victims already (jobs admitted this
-//! cycle are not running yet, so never candidates), taken lowest priority first, then most
-//! recently started. For each flavor tuple in preference order whose quota could hold the
-//! job at all, candidates are removed one by one *in a simulation* (running sums over a
-//! scratch copy of the affected quota cells and nodes; nothing in the state changes) until
-//! the job fits — quota and one node with room — and then, like Kueue's
+//! Candidates, for each flavor tuple in preference order whose quota could hold the job:
+//! * **within the queue** (`within_resource_queue: lower_priority`): its running jobs of
+//!   strictly lower priority that hold a cell the job lacks room in or run on a node it could
+//!   use;
+//! * **reclaim** (`reclaim_within_cohort`): jobs of cohort peers that borrow in a pool the job
+//!   lacks room in and use it — of strictly lower priority for `lower_priority`, any for
+//!   `any`. When the job keeps its queue within nominal, they may go whatever the job
+//!   borrows; otherwise only if the job then borrows nothing, unless `borrow_within_cohort:
+//!   lower_priority` lets a strictly lower-priority one go while the job borrows (*borrow*).
+//!
+//! Peers' jobs come first (reclaim before the others), then the queue's own; within each,
+//! lowest priority first, then most recently started, then id. Kueue only preempts when the
+//! request fits the nominal quota or `borrow_within_cohort` allows borrowing by preemption;
+//! so does Berth. Candidates are removed one by one — released in the cycle's working copy
+//! and put back afterwards, so nothing changes — skipping a peer once it no longer borrows,
+//! until the job fits (quota and one node with room); then, like Kueue's
 //! `fillBackWorkloads`, each victim but the last is put back if the job still fits without
-//! it. The result is the greedy-minimal set in that order, not a global optimum.
+//! it. Kueue tries the candidates allowing the job to borrow and then not (or the other way
+//! round, see [`attempts`]). The result is the greedy-minimal set in that order.
 
 // Rows, quota cells and node capacity are parallel arrays indexed by resource; an index
 // loop over them reads more plainly than zipped iterators.
 #![allow(clippy::needless_range_loop)]
 
+use std::cmp::Reverse;
+
 use super::assign::{combo_set, first_combo, next_combo, slot_of, Scratch};
+use super::compile::Reclaim;
+use super::plan::Cause;
 use super::resources::Milli;
 use super::state::State;
 
 /// Why preemption did not help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NoVictims {
-    /// No running job of lower priority in the queue.
+    /// No running job the queue may preempt.
     NoCandidates,
     /// Even preempting every candidate would not make room.
     NotEnough,
+    /// Only borrowing peers' jobs could make room, but the job would then borrow itself, and
+    /// without `borrow_within_cohort` a queue reclaims only to stay within nominal.
+    WouldBorrow,
+}
+
+/// What allows preempting a candidate (Kueue's preemption variants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A lower-priority job of the preemptor's queue.
+    Own,
+    /// A borrowing peer's job; the preemptor's queue stays within nominal.
+    Reclaim,
+    /// A borrowing peer's job; only if the preemptor then borrows nothing.
+    ReclaimWithoutBorrowing,
+    /// A lower-priority borrowing peer's job, while the preemptor borrows.
+    Borrow,
+}
+
+impl Kind {
+    fn cause(self) -> Cause {
+        match self {
+            Kind::Own => Cause::WithinQueue,
+            Kind::Reclaim | Kind::ReclaimWithoutBorrowing => Cause::Reclaim,
+            Kind::Borrow => Cause::Borrow,
+        }
+    }
 }
 
 /// Remembers failed (priority, request) pairs per queue: a job of lower-or-equal priority
@@ -52,6 +93,20 @@ impl FailCache {
     }
 }
 
+/// Whether queue `q` may preempt a job of priority `theirs` for one of priority `prio`,
+/// within itself (`own`) or in a cohort peer.
+fn may_preempt(st: &State, q: usize, own: bool, prio: i64, theirs: i64) -> bool {
+    let def = &st.c.queues[q];
+    match own {
+        true => def.preempt_lower_priority && theirs < prio,
+        false => match def.reclaim {
+            Reclaim::Never => false,
+            Reclaim::LowerPriority => theirs < prio,
+            Reclaim::Any => true,
+        },
+    }
+}
+
 /// Finds victims so a job of priority `prio` asking `row` fits in queue `q`.
 ///
 /// Requires `sc.groups` from a failed `assign::fit`. On success `sc.victims` holds the
@@ -65,48 +120,53 @@ pub(crate) fn find(
     cache: &mut FailCache,
 ) -> Result<usize, NoVictims> {
     let running = st.snap.running;
-    sc.cands.clear();
-    sc.cands.extend(
-        st.victim_order[q].iter().copied().take_while(|&i| running[i].priority < prio).filter(|&i| !st.runs[i].victim),
-    );
-    if sc.cands.is_empty() {
+    let peers: &[usize] = st.c.queues[q].cohort.map_or(&[], |c| &st.c.cohorts[c].members);
+    let any = |m: usize| {
+        let own = m == q;
+        (own || st.queue_borrowing(m))
+            && st.victim_order[m].iter().any(|&i| !st.runs[i].victim && may_preempt(st, q, own, prio, running[i].priority))
+    };
+    if !any(q) && !peers.iter().any(|&m| m != q && any(m)) {
         return Err(NoVictims::NoCandidates);
     }
     if cache.known_to_fail(st.epoch, prio, row) {
         return Err(NoVictims::NotEnough);
     }
-    let r = st.r;
-    let score = st.c.queues[q].placement.score;
+    sc.would_borrow = false;
     first_combo(st, q, sc);
     loop {
-        if let Some(set) = try_combo(st, q, row, score, sc, r) {
+        if let Some(set) = st.simulating(|st| try_combo(st, q, prio, row, sc)) {
             sc.choice.clear();
             sc.choice.extend(sc.groups.iter().copied().zip(sc.idx.iter().copied()));
             return Ok(set);
         }
         if !next_combo(st, q, sc) {
             cache.remember(prio, row);
-            return Err(NoVictims::NotEnough);
+            return Err(if sc.would_borrow { NoVictims::WouldBorrow } else { NoVictims::NotEnough });
         }
     }
 }
 
-/// Greedy removal then fill-back for the odometer's current flavor tuple.
-fn try_combo(st: &mut State, q: usize, row: &[Milli], score: fn(i64) -> i64, sc: &mut Scratch, r: usize) -> Option<usize> {
-    // Quota cells this tuple charges, and how much must be freed in each.
-    sc.deficits.clear();
-    for k in 0..r {
+/// Candidates for the odometer's current tuple, then removal and fill-back.
+fn try_combo(st: &mut State, q: usize, prio: i64, row: &[Milli], sc: &mut Scratch) -> Option<usize> {
+    let def = &st.c.queues[q];
+    // The cells this tuple charges; Kueue's gate, for each cell short of room: the request
+    // fits the most the cell could hold, and its nominal quota unless the queue may preempt
+    // while borrowing.
+    sc.cells.clear();
+    sc.short.clear();
+    for k in 0..st.r {
         if row[k] == Milli::ZERO {
             continue;
         }
         let g = st.covered(q, k)?;
         let cell = st.cell(q, slot_of(sc, g), k);
-        if row[k] > st.quota[cell] {
-            return None; // even an empty queue could not hold it under this flavor
-        }
-        let need = st.usage[cell].plus(row[k]).minus(st.quota[cell]);
-        if need > Milli::ZERO {
-            sc.deficits.push((cell, need, Milli::ZERO));
+        sc.cells.push((cell, row[k]));
+        if row[k] > st.available(cell) {
+            if row[k] > st.potential(cell) || (row[k] > st.quota[cell] && !def.borrow_preempt) {
+                return None;
+            }
+            sc.short.push(cell);
         }
     }
     let set = combo_set(st, q, sc);
@@ -114,84 +174,144 @@ fn try_combo(st: &mut State, q: usize, row: &[Milli], score: fn(i64) -> i64, sc:
     if s.nodes.is_empty() || row.iter().zip(&s.cap_max).any(|(a, m)| a > m) {
         return None;
     }
-    let node_ok0 = st.place(set, row, score).is_ok();
-
-    // Greedy: remove candidates in victim order until the job fits.
-    sc.victims.clear();
-    sc.extra_nodes.clear();
-    sc.extra.clear();
-    let mut fits = false;
-    for ci in 0..sc.cands.len() {
-        let v = sc.cands[ci];
-        let on_set_node = st.runs[v].node.is_some_and(|n| st.sets[set].member[n]);
-        let holds_deficit = st.charges[st.runs[v].charges.clone()].iter().any(|(c, _)| sc.deficits.iter().any(|d| d.0 == *c));
-        if !on_set_node && !holds_deficit {
-            continue; // removing it could not help this tuple
+    let node_ok0 = st.place(set, row, def.placement.score).is_ok();
+    let within_nominal = sc.cells.iter().all(|&(cell, a)| !st.borrows_with(cell, a));
+    let under_nominal = sc.short.iter().all(|&cell| st.usage[cell] < st.quota[cell]);
+    candidates(st, q, prio, set, within_nominal, sc);
+    let hierarchy = sc.cands.iter().any(|c| c.1 == Kind::Reclaim);
+    let from_peers = sc.cands.iter().any(|c| c.1 != Kind::Own);
+    sc.would_borrow |= from_peers && !within_nominal && !def.borrow_preempt;
+    for &borrow in attempts(from_peers, def.borrow_preempt, under_nominal, hierarchy) {
+        if remove_until_fits(st, q, row, set, node_ok0, borrow, sc) {
+            fill_back(st, row, set, node_ok0, borrow, sc);
+            for &(v, _) in &sc.victims {
+                st.restore(v);
+            }
+            return Some(set);
         }
-        sc.victims.push(v);
-        apply(st, sc, set, v, true);
-        if quota_ok(sc) && (node_ok0 || node_ok(st, sc, row)) {
-            fits = true;
-            break;
+        for &(v, _) in &sc.victims {
+            st.restore(v);
         }
     }
-    if !fits {
-        return None;
-    }
-    // Fill back: keep only victims the job cannot do without (the last one it needs).
-    let mut i = sc.victims.len().saturating_sub(1);
-    while i > 0 {
-        i -= 1;
-        let v = sc.victims[i];
-        apply(st, sc, set, v, false);
-        if quota_ok(sc) && (node_ok0 || node_ok(st, sc, row)) {
-            sc.victims.remove(i);
-        } else {
-            apply(st, sc, set, v, true);
-        }
-    }
-    Some(set)
+    None
 }
 
-/// Adds (or takes back) victim `v`'s share to the simulated freed amounts.
-fn apply(st: &State, sc: &mut Scratch, set: usize, v: usize, remove: bool) {
-    let r = st.r;
-    for &(cell, amount) in &st.charges[st.runs[v].charges.clone()] {
-        for d in sc.deficits.iter_mut().filter(|d| d.0 == cell) {
-            d.2 = if remove { d.2.plus(amount) } else { d.2.minus(amount) };
-        }
-    }
-    let Some(n) = st.runs[v].node.filter(|&n| st.sets[set].member[n]) else { return };
-    let at = match sc.extra_nodes.iter().position(|&x| x == n) {
-        Some(at) => at,
-        None => {
-            sc.extra_nodes.push(n);
-            sc.extra.extend(std::iter::repeat_n(Milli::ZERO, r));
-            sc.extra_nodes.len() - 1
-        }
-    };
-    for k in 0..r {
-        let a = st.run_rows[v * r + k];
-        let e = &mut sc.extra[at * r + k];
-        *e = if remove { e.plus(a) } else { e.minus(a) };
+/// Kueue's order of attempts, allowing the preemptor to borrow (`true`) or not. Without
+/// peers' candidates, or when it could not stay within nominal anyway: borrowing allowed.
+/// Without `borrow_within_cohort` and without a peer it may reclaim from whatever it
+/// borrows: first without borrowing, which every peer candidate allows.
+fn attempts(from_peers: bool, borrow_preempt: bool, under_nominal: bool, hierarchy: bool) -> &'static [bool] {
+    match () {
+        _ if !from_peers || (!borrow_preempt && !under_nominal) => &[true],
+        _ if !borrow_preempt && !hierarchy => &[false, true],
+        _ => &[true, false],
     }
 }
 
-fn quota_ok(sc: &Scratch) -> bool {
-    sc.deficits.iter().all(|&(_, need, freed)| freed >= need)
+/// Fills `sc.cands` in preemption order: reclaimable peers' jobs, other peers' jobs, then
+/// the queue's own.
+fn candidates(st: &State, q: usize, prio: i64, set: usize, within_nominal: bool, sc: &mut Scratch) {
+    let running = st.snap.running;
+    let def = &st.c.queues[q];
+    sc.cands.clear();
+    if let Some(cohort) = def.cohort.filter(|_| def.reclaim != Reclaim::Never && !sc.short.is_empty()) {
+        for &m in st.c.cohorts[cohort].members.iter().filter(|&&m| m != q) {
+            if !borrows_in_short(st, m, sc) {
+                continue;
+            }
+            for &i in &st.victim_order[m] {
+                if st.runs[i].victim || !may_preempt(st, q, false, prio, running[i].priority) || !uses_short(st, i, sc) {
+                    continue;
+                }
+                let kind = match () {
+                    _ if within_nominal => Kind::Reclaim,
+                    _ if def.borrow_preempt && running[i].priority < prio => Kind::Borrow,
+                    _ => Kind::ReclaimWithoutBorrowing,
+                };
+                sc.cands.push((i, kind));
+            }
+        }
+        // Victim order across peers: lowest priority, latest start, id — reclaim first.
+        sc.cands.sort_by(|&(a, ka), &(b, kb)| {
+            let (x, y) = (&running[a], &running[b]);
+            (ka != Kind::Reclaim, x.priority, Reverse(x.started_at_ms), &x.id).cmp(&(kb != Kind::Reclaim, y.priority, Reverse(y.started_at_ms), &y.id))
+        });
+    }
+    if def.preempt_lower_priority {
+        for &i in st.victim_order[q].iter().take_while(|&&i| running[i].priority < prio) {
+            let on_set_node = st.runs[i].node.is_some_and(|n| st.sets[set].member[n]);
+            if !st.runs[i].victim && (on_set_node || uses_short(st, i, sc)) {
+                sc.cands.push((i, Kind::Own));
+            }
+        }
+    }
 }
 
-/// Whether some node freed by the simulated victims now has room for `row`, on a backend
-/// with a run to spare once the victims' runs end.
-fn node_ok(st: &State, sc: &Scratch, row: &[Milli]) -> bool {
-    let r = st.r;
-    sc.extra_nodes.iter().enumerate().any(|(at, &n)| {
-        (0..r).all(|k| st.free[n * r + k].plus(sc.extra[at * r + k]) >= row[k]) && slot_after(st, sc, n)
+/// Whether running job `i` holds quota in a cell the job lacks room in, or in its pool.
+fn uses_short(st: &State, i: usize, sc: &Scratch) -> bool {
+    st.charges[st.runs[i].charges.clone()].iter().any(|&(cell, _)| {
+        sc.short.iter().any(|&s| s == cell || (st.pool(s).is_some() && st.pool(s) == st.pool(cell)))
     })
 }
 
-/// Whether node `n`'s backend has a run to spare once the simulated victims end.
-fn slot_after(st: &State, sc: &Scratch, n: usize) -> bool {
-    let Some(l) = st.backend_full(n) else { return true };
-    sc.victims.iter().any(|&v| st.runs[v].node.is_some_and(|m| st.node_limit[m] == Some(l)))
+/// Whether peer `m` uses more than its nominal in a pool the job lacks room in.
+fn borrows_in_short(st: &State, m: usize, sc: &Scratch) -> bool {
+    let def = &st.c.queues[m];
+    sc.short.iter().filter_map(|&s| st.pool(s)).any(|p| {
+        let (_, flavor, k) = st.pools[p];
+        let Some(slot) = def.slots.iter().position(|s| s.flavor == flavor) else { return false };
+        def.covered.get(k).copied().flatten() == Some(def.slots[slot].group) && st.borrowing(st.cell(m, slot, k))
+    })
+}
+
+/// Greedy removal in candidate order until the job fits; the victims are left released.
+fn remove_until_fits(st: &mut State, q: usize, row: &[Milli], set: usize, node_ok0: bool, borrow: bool, sc: &mut Scratch) -> bool {
+    sc.victims.clear();
+    let running = st.snap.running;
+    for ci in 0..sc.cands.len() {
+        let (v, kind) = sc.cands[ci];
+        if kind != Kind::Own {
+            let m = st.c.queue_ids.get(&*running[v].queue).copied().unwrap_or(q);
+            if (borrow && kind == Kind::ReclaimWithoutBorrowing) || !borrows_in_short(st, m, sc) {
+                continue;
+            }
+        }
+        st.release(v);
+        sc.victims.push((v, kind.cause()));
+        if fits(st, row, set, node_ok0, borrow, sc) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Puts back each victim but the last if the job still fits without it.
+fn fill_back(st: &mut State, row: &[Milli], set: usize, node_ok0: bool, borrow: bool, sc: &mut Scratch) {
+    let mut i = sc.victims.len().saturating_sub(1);
+    while i > 0 {
+        i -= 1;
+        let v = sc.victims[i].0;
+        st.restore(v);
+        let victim = sc.victims.remove(i);
+        if !fits(st, row, set, node_ok0, borrow, sc) {
+            st.release(v);
+            sc.victims.insert(i, victim);
+        }
+    }
+}
+
+/// Whether the job fits with the current victims released: quota in every cell (without
+/// borrowing unless allowed) and a node of the set with room.
+fn fits(st: &State, row: &[Milli], set: usize, node_ok0: bool, borrow: bool, sc: &Scratch) -> bool {
+    let quota = sc.cells.iter().all(|&(cell, a)| a <= st.available(cell) && (borrow || !st.borrows_with(cell, a)));
+    quota && (node_ok0 || node_ok(st, row, set, sc))
+}
+
+/// Whether a node of the set freed by a victim now has room for `row`, on a backend with a
+/// run to spare.
+fn node_ok(st: &State, row: &[Milli], set: usize, sc: &Scratch) -> bool {
+    let r = st.r;
+    sc.victims.iter().filter_map(|&(v, _)| st.runs[v].node).filter(|&n| st.sets[set].member[n]).any(|n| {
+        (0..r).all(|k| st.free[n * r + k] >= row[k]) && st.backend_full(n).is_none()
+    })
 }

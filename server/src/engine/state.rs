@@ -89,6 +89,18 @@ pub(crate) struct State<'a> {
     pub slot_base: Vec<usize>,
     pub usage: Vec<Milli>,
     pub quota: Vec<Milli>,
+    /// Per usage cell: its cohort pool cell (see `cohort.rs`), `NO_POOL` outside a cohort.
+    pub pool_of: Vec<u32>,
+    /// Per usage cell: lending and borrowing limits (meaningful only in a pool).
+    pub lend: Vec<Milli>,
+    pub limit: Vec<Milli>,
+    /// Per pool cell (cohort × flavor × resource): what members lend, and what of it is in
+    /// use, and which (cohort, flavor, resource) it is.
+    pub pool_cap: Vec<Milli>,
+    pub pool_used: Vec<Milli>,
+    pub pools: Vec<(usize, usize, usize)>,
+    /// Per cohort × resource: what its members lend over all flavors (fair sharing divides by it).
+    pub lendable: Vec<Milli>,
     pub sets: Vec<NodeSet>,
     pub set_ids: HashMap<Box<[usize]>, usize>,
     /// Pending requests as rows; `pending_bad` flags rows the engine must not admit.
@@ -101,8 +113,10 @@ pub(crate) struct State<'a> {
     /// Per queue: running jobs in victim order (lowest priority, then latest start, then id).
     pub victim_order: Vec<Vec<usize>>,
     /// Bumped whenever capacity or quota is released (a victim), invalidating caches that
-    /// rely on "things only get fuller during a cycle".
+    /// rely on "things only get fuller during a cycle". A preemption simulation that puts
+    /// everything back restores it (see [`State::simulating`]); values are never reused.
     pub epoch: u64,
+    epochs: u64,
 }
 
 impl<'a> State<'a> {
@@ -156,7 +170,7 @@ impl<'a> State<'a> {
         let node_ids: HashMap<&str, usize> = nodes.iter().enumerate().map(|(i, &n)| (&*snap.nodes[n].id, i)).collect();
 
         let mut slot_base = Vec::with_capacity(c.queues.len());
-        let mut quota = Vec::new();
+        let (mut quota, mut lend, mut limit) = (Vec::new(), Vec::new(), Vec::new());
         for q in &c.queues {
             slot_base.push(quota.len() / r.max(1));
             for s in &q.slots {
@@ -164,9 +178,14 @@ impl<'a> State<'a> {
                 // Names only jobs mention: unlimited in the catch-all default queue, and
                 // uncovered (so never checked) anywhere else.
                 quota.extend(std::iter::repeat_n(Milli::UNLIMITED, r - s.quota.len()));
+                lend.extend_from_slice(&s.lend);
+                lend.extend(std::iter::repeat_n(Milli::ZERO, r - s.lend.len()));
+                limit.extend_from_slice(&s.borrow);
+                limit.extend(std::iter::repeat_n(Milli::ZERO, r - s.borrow.len()));
             }
         }
         let usage = vec![Milli::ZERO; quota.len()];
+        let pool_of = vec![super::cohort::NO_POOL; quota.len()];
 
         let mut rows = vec![Milli::ZERO; snap.pending.len() * r];
         let mut pending_bad = vec![None; snap.pending.len()];
@@ -197,6 +216,13 @@ impl<'a> State<'a> {
             slot_base,
             usage,
             quota,
+            pool_of,
+            lend,
+            limit,
+            pool_cap: Vec::new(),
+            pool_used: Vec::new(),
+            pools: Vec::new(),
+            lendable: Vec::new(),
             sets: Vec::new(),
             set_ids: HashMap::new(),
             rows,
@@ -206,10 +232,12 @@ impl<'a> State<'a> {
             charges: Vec::new(),
             victim_order: vec![Vec::new(); c.queues.len()],
             epoch: 0,
+            epochs: 0,
         };
         for f in 0..c.flavors.len() {
             st.set_for(&[f]);
         }
+        st.build_pools();
         st.charge_running(&node_ids);
         st
     }
@@ -235,7 +263,7 @@ impl<'a> State<'a> {
                         if let Some(k) = self.names.iter().position(|x| x == name) {
                             let cell = self.cell(q, slot, k);
                             let amount = self.run_rows[i * r + k];
-                            self.usage[cell] = self.usage[cell].plus(amount);
+                            self.add_usage(cell, amount);
                             self.charges.push((cell, amount));
                         }
                     }
@@ -256,6 +284,7 @@ impl<'a> State<'a> {
             }
         }
         let running = self.snap.running;
+        // Every queue's victims, peers' included (reclaim), in the same order.
         for order in &mut self.victim_order {
             order.sort_by(|&a, &b| {
                 let (a, b) = (&running[a], &running[b]);
@@ -395,7 +424,7 @@ impl<'a> State<'a> {
             if let Some(g) = self.covered(q, k) {
                 if let Some(&(_, slot)) = slots.iter().find(|(gg, _)| *gg == g) {
                     let cell = self.cell(q, slot, k);
-                    self.usage[cell] = self.usage[cell].plus(row[k]);
+                    self.add_usage(cell, row[k]);
                 }
             }
             self.free[node * r + k] = self.free[node * r + k].minus(row[k]);
@@ -419,12 +448,11 @@ impl<'a> State<'a> {
     /// node's free capacity; release and restore are the same walk in opposite directions.
     fn set_victim(&mut self, run: usize, victim: bool) {
         type Op = fn(Milli, Milli) -> Milli;
-        let (to_usage, to_free): (Op, Op) =
-            if victim { (Milli::minus, Milli::plus) } else { (Milli::plus, Milli::minus) };
+        let to_free: Op = if victim { Milli::plus } else { Milli::minus };
         let r = self.r;
         for i in self.runs[run].charges.clone() {
             let (cell, amount) = self.charges[i];
-            self.usage[cell] = to_usage(self.usage[cell], amount);
+            self.add_usage(cell, if victim { Milli(amount.0.saturating_neg()) } else { amount });
         }
         if let Some(n) = self.runs[run].node {
             for k in 0..r {
@@ -435,6 +463,16 @@ impl<'a> State<'a> {
             }
         }
         self.runs[run].victim = victim;
-        self.epoch += 1;
+        self.epochs += 1;
+        self.epoch = self.epochs;
+    }
+
+    /// Runs a simulation that releases and restores victims (`f` must restore everything it
+    /// released): caches built before it stay valid after it, so the epoch is put back.
+    pub fn simulating<T>(&mut self, f: impl FnOnce(&mut State<'a>) -> T) -> T {
+        let epoch = self.epoch;
+        let out = f(self);
+        self.epoch = epoch;
+        out
     }
 }

@@ -7,7 +7,7 @@ use app::api::{ConfigVersion, VersionPage};
 use app::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use app::config::diff::ConfigDiff;
 use app::config::parse::{parse, Format};
-use app::jobs::{EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
+use app::jobs::{CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
 use app::preview::PreviewReport;
 use app::ui::backend::{Answer, Backend, SharedBackend};
 use app::ui::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
@@ -172,6 +172,17 @@ impl Backend for AppState {
     fn queue(&self, name: String) -> Answer<'_, QueueView> {
         Box::pin(async move {
             let mut views = self.runtime.queues(Some(name)).await.map_err(failed)?;
+            Ok(views.remove(0))
+        })
+    }
+
+    fn cohorts(&self) -> Answer<'_, Vec<CohortView>> {
+        Box::pin(async move { self.runtime.cohorts(None).await.map_err(failed) })
+    }
+
+    fn cohort(&self, name: String) -> Answer<'_, CohortView> {
+        Box::pin(async move {
+            let mut views = self.runtime.cohorts(Some(name)).await.map_err(failed)?;
             Ok(views.remove(0))
         })
     }

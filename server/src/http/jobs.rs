@@ -38,6 +38,8 @@ pub fn routes() -> Router<AppState> {
         .route("/stages/{id}/results", get(stage_results))
         .route("/queues", get(queues))
         .route("/queues/{name}", get(queue))
+        .route("/cohorts", get(cohorts))
+        .route("/cohorts/{name}", get(cohort))
         .route("/nodes", get(nodes))
         .route("/events", get(events))
         .route("/history", get(history))
@@ -257,6 +259,18 @@ async fn queue(State(state): State<AppState>, PathText(name): PathText) -> Resul
     Ok(Json(views.remove(0)).into_response())
 }
 
+async fn cohorts(State(state): State<AppState>) -> Result<Response, ApiError> {
+    Ok(Json(json!({ "cohorts": state.runtime.cohorts(None).await? })).into_response())
+}
+
+async fn cohort(State(state): State<AppState>, PathText(name): PathText) -> Result<Response, ApiError> {
+    let mut views = state.runtime.cohorts(Some(name.clone())).await.map_err(|e| match e {
+        RuntimeError::Invalid(_) => ApiError::not_found(format!("cohort `{name}` is not in the active config")),
+        other => other.into(),
+    })?;
+    Ok(Json(views.remove(0)).into_response())
+}
+
 async fn nodes(State(state): State<AppState>) -> Result<Response, ApiError> {
     Ok(Json(json!({ "nodes": state.runtime.nodes().await? })).into_response())
 }
@@ -291,7 +305,7 @@ pub(crate) fn event_query(params: &Params) -> Result<(EventFilter, Option<i64>, 
 /// Most points per series a history response carries.
 const MAX_POINTS: i64 = 2000;
 
-/// `?since=1h&until=&step=&queue=&flavor=&resource=`: samples per queue × flavor × resource,
+/// `?since=1h&until=&step=&queue=&cohort=&flavor=&resource=`: samples per queue × flavor × resource,
 /// at most one per `step` (default: the range / 300).
 async fn history(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
     let q = history_query(&params)?;
@@ -322,6 +336,8 @@ pub(crate) fn history_query(params: &Params) -> Result<HistoryQuery, ApiError> {
         queue: params.get("queue").filter(|s| !s.is_empty()).map(str::to_string),
         flavor: params.get("flavor").filter(|s| !s.is_empty()).map(str::to_string),
         resource: params.get("resource").filter(|s| !s.is_empty()).map(str::to_string),
+        cohort: params.get("cohort").filter(|s| !s.is_empty()).map(str::to_string),
+        queues: Vec::new(),
     };
     Ok(q)
 }

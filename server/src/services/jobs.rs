@@ -11,13 +11,13 @@ use std::sync::{Arc, RwLock};
 
 use app::auth::Role;
 use app::jobs::{
-    EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, ReportedUse, Sample,
+    CohortView, EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, ReportedUse, Sample,
     StageCreated, StageRejection, StageRequest, StageResults, StageStatus,
 };
 use tokio::sync::{mpsc, oneshot};
 
 use super::request;
-use super::views::{live_jobs, queue_views};
+use super::views::{cohort_views, live_jobs, queue_views};
 use crate::admission::intake::{submit_event, write_submissions, Submission};
 use crate::admission::{self, Cmd, LoopError, Loop, Settings, Shared, State};
 use crate::backends::{self as backend, local, Registry, RunId, Stream};
@@ -401,6 +401,18 @@ impl Runtime {
         }
     }
 
+    /// Every cohort with its members' usage, borrowing, lending and shares; or the one named.
+    pub async fn cohorts(&self, name: Option<String>) -> Result<Vec<CohortView>, RuntimeError> {
+        let want = name.clone();
+        let views = self.ask(move |s| cohort_views(s, want.as_deref())).await?;
+        if let Some(n) = name {
+            if views.is_empty() {
+                return Err(RuntimeError::Invalid(format!("cohort: no cohort named `{n}` in the active config")));
+            }
+        }
+        Ok(views)
+    }
+
     /// Every node with its free capacity, the flavors that select it, and what its backend
     /// reports in use there.
     pub async fn nodes(&self) -> Result<Vec<NodeView>, RuntimeError> {
@@ -441,8 +453,18 @@ impl Runtime {
     }
 
     /// Resource history, downsampled.
+    /// Downsampled resource history; a cohort filter is its members in the active config
+    /// (none: nothing matches).
     pub async fn history(&self, q: &HistoryQuery) -> Result<Vec<Sample>, RuntimeError> {
-        Ok(self.store.history(q).await?)
+        let Some(cohort) = q.cohort.clone() else { return Ok(self.store.history(q).await?) };
+        let members: Vec<String> = self
+            .ask(move |s| s.compiled.cohorts().find(|(n, _, _)| ***n == *cohort).map(|(_, m, _)| m.iter().map(|q| q.to_string()).collect()))
+            .await?
+            .unwrap_or_default();
+        if members.is_empty() {
+            return Ok(Vec::new());
+        }
+        Ok(self.store.history(&HistoryQuery { queues: members, ..q.clone() }).await?)
     }
 
     /// A stage's progress.

@@ -1,19 +1,110 @@
-//! Queue views: usage per quota cell, counts, and (for one queue) its waiting jobs with
-//! their positions and reasons and its running jobs, read off the loop's live state. Also
-//! the live jobs themselves, whole, for views that show more of each (the Anyscale API's
-//! workloads and top consumers).
+//! Queue and cohort views: usage per quota cell (borrowed and lent in a cohort), counts,
+//! and (for one queue) its waiting jobs with their positions and reasons and its running
+//! jobs, read off the loop's live state. Also the live jobs themselves, whole, for views
+//! that show more of each (the Anyscale API's workloads and top consumers).
 
 use std::sync::Arc;
 
-use app::jobs::{Job, JobState, QueueView, QueuedJob, QuotaUsage, RunningEntry};
+use app::jobs::{CohortMember, CohortPool, CohortView, Job, JobState, QueueView, QueuedJob, QuotaUsage, RunningEntry};
 
 use crate::admission::{self, Live, State};
 use crate::clock::now_us;
+use crate::engine::{self, CellShare, Milli, QuotaCell};
 use crate::store::jobs as store;
 
-pub(super) fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
+/// Every quota cell with its usage and what it borrows and lends, in config order.
+pub(crate) fn cell_uses(s: &State) -> Vec<(QuotaCell, Milli, CellShare)> {
     let usage = admission::usage(s);
     let cells = s.compiled.quota_cells();
+    let used: Vec<Milli> =
+        cells.iter().map(|c| Milli(usage.get(&(c.queue.clone(), c.flavor.clone(), c.resource.clone())).copied().unwrap_or(0))).collect();
+    let shares = engine::cohort_shares(&cells, &used);
+    cells.into_iter().zip(used).zip(shares).map(|((c, u), sh)| (c, u, sh)).collect()
+}
+
+fn quota_usage((c, used, share): &(QuotaCell, Milli, CellShare)) -> QuotaUsage {
+    let cohort = c.cohort.is_some();
+    QuotaUsage {
+        flavor: c.flavor.to_string(),
+        resource: c.resource.to_string(),
+        used: used.as_f64(),
+        nominal: c.nominal.map(|m| m.as_f64()),
+        borrowed: share.borrowed.as_f64(),
+        lent: share.lent.as_f64(),
+        lendable: c.lendable.filter(|_| cohort).map(|m| m.as_f64()),
+        borrowing_limit: c.borrowing_limit.filter(|_| cohort).map(|m| m.as_f64()),
+    }
+}
+
+/// Every cohort of the active config (or the one named), with each member's cells and share.
+pub(super) fn cohort_views(s: &State, only: Option<&str>) -> Vec<CohortView> {
+    let cells = cell_uses(s);
+    let (quota_cells, shares): (Vec<QuotaCell>, Vec<CellShare>) = cells.iter().map(|(c, _, sh)| (c.clone(), *sh)).unzip();
+    let mut views = Vec::new();
+    for (name, members, fair) in s.compiled.cohorts().filter(|(n, _, _)| only.is_none_or(|o| &***n == o)) {
+        let members = members
+            .into_iter()
+            .map(|q| {
+                let weight = s.compiled.weight(q).unwrap_or(Milli::units(1));
+                let share = match engine::dominant_share(&quota_cells, &shares, q, weight) {
+                    None => Some(0.0),
+                    Some(i64::MAX) => None,
+                    Some(per_mille) => Some(per_mille as f64 / 10.0),
+                };
+                let jobs = s.jobs.values().filter(|l| l.queue == *q);
+                let (pending, running) = jobs.fold((0, 0), |(p, r), l| {
+                    (p + u64::from(l.row.state == JobState::Pending), r + u64::from(l.row.state.holds_quota()))
+                });
+                CohortMember {
+                    queue: q.to_string(),
+                    usage: cells.iter().filter(|(c, _, _)| c.queue == *q).map(quota_usage).collect(),
+                    pending_count: pending,
+                    running_count: running,
+                    weight: weight.as_f64(),
+                    share,
+                }
+            })
+            .collect();
+        let mut pools: Vec<CohortPool> = Vec::new();
+        for (c, used, share) in cells.iter().filter(|(c, _, _)| c.cohort.as_ref() == Some(name)) {
+            let at = match pools.iter().position(|p| p.flavor == *c.flavor && p.resource == *c.resource) {
+                Some(at) => at,
+                None => {
+                    pools.push(CohortPool {
+                        flavor: c.flavor.to_string(),
+                        resource: c.resource.to_string(),
+                        lendable: Some(0.0),
+                        nominal: Some(0.0),
+                        used: 0.0,
+                        borrowed: 0.0,
+                        idle: Some(0.0),
+                    });
+                    pools.len() - 1
+                }
+            };
+            let p = &mut pools[at];
+            let add = |sum: Option<f64>, x: Option<Milli>| Some(sum? + x?.as_f64());
+            p.lendable = add(p.lendable, c.lendable);
+            p.nominal = add(p.nominal, c.nominal);
+            p.used += used.as_f64();
+            p.borrowed += share.borrowed.as_f64();
+            // What this member keeps in the pool: use above its guaranteed part.
+            let in_pool = match (c.nominal, c.lendable) {
+                (Some(n), Some(l)) => Some(used.minus(n.minus(l)).max(Milli::ZERO).as_f64()),
+                _ => None,
+            };
+            p.idle = p.idle.zip(in_pool).map(|(idle, u)| idle - u);
+        }
+        for p in &mut pools {
+            p.idle = p.idle.zip(p.lendable).map(|(minus_used, lendable)| (lendable + minus_used).max(0.0));
+        }
+        views.push(CohortView { name: name.to_string(), fair_sharing: fair, members, pools });
+    }
+    views
+}
+
+pub(super) fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
+    let cells = cell_uses(s);
     let now = now_us();
     let mut views = Vec::new();
     for q in s.compiled.queues.iter().filter(|q| only.is_none_or(|n| *q.name == *n)) {
@@ -24,16 +115,8 @@ pub(super) fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
         let mut view = QueueView {
             name: q.name.to_string(),
             preemption: if q.preempt_lower_priority { "lower_priority" } else { "never" }.into(),
-            usage: cells
-                .iter()
-                .filter(|c| c.queue == q.name)
-                .map(|c| QuotaUsage {
-                    flavor: c.flavor.to_string(),
-                    resource: c.resource.to_string(),
-                    used: usage.get(&(c.queue.clone(), c.flavor.clone(), c.resource.clone())).copied().unwrap_or(0) as f64 / 1000.0,
-                    nominal: c.nominal.map(|m| m.as_f64()),
-                })
-                .collect(),
+            cohort: s.compiled.cohort_of(&q.name).map(|c| c.to_string()),
+            usage: cells.iter().filter(|(c, _, _)| c.queue == q.name).map(quota_usage).collect(),
             pending_count: waiting.len() as u64,
             running_count: holding.len() as u64,
             longest_wait_s: longest,

@@ -1,5 +1,6 @@
 //! The `resource_queues` section: names, resource groups, flavor quotas and their numbers,
-//! extension fields, and (with nodes) quotas above what the flavor's nodes can hold.
+//! extension fields, and (with nodes) quotas above what the flavor's nodes can hold. The
+//! cohort fields are checked in `cohorts.rs`.
 
 use std::collections::HashMap;
 
@@ -26,14 +27,17 @@ impl<'a> Checker<'a> {
             self.warning(&path, format!("no scheduling rule routes jobs to queue `{name}`"));
         }
         self.unique_name(format!("{path}.name"), "queue", name, i, first);
+        self.cohort_preemption(&path, queue);
         let mut covered = Seen::new();
         let mut flavors = Seen::new();
+        let in_cohort = queue.cohort_name.is_some();
         for (g, group) in queue.resource_groups.as_deref().unwrap_or_default().iter().enumerate() {
-            self.group(&format!("{path}.resource_groups[{g}]"), g, group, &mut covered, &mut flavors);
+            self.group(&format!("{path}.resource_groups[{g}]"), g, group, &mut covered, &mut flavors, in_cohort);
         }
         if queue.cohort_name.as_deref().is_some_and(super::is_blank) {
             self.error(format!("{path}.cohort_name"), "cohort_name must not be empty when given");
         }
+        self.cohort_membership(&path, queue);
         let policies = [
             ("ordering_policy", "ordering policy", queue.ordering_policy.as_deref(), ORDERING_POLICIES),
             ("placement_policy", "placement policy", queue.placement_policy.as_deref(), PLACEMENT_POLICIES),
@@ -53,6 +57,7 @@ impl<'a> Checker<'a> {
         group: &'a ResourceGroup,
         covered: &mut Seen<'a>,
         flavors: &mut Seen<'a>,
+        in_cohort: bool,
     ) {
         if group.covered_resources.is_empty() {
             self.error(format!("{path}.covered_resources"), "a resource group must cover at least one resource");
@@ -84,7 +89,7 @@ impl<'a> Checker<'a> {
             self.error(format!("{path}.flavors"), "a resource group needs at least one flavor");
         }
         for (f, fq) in group.flavors.iter().enumerate() {
-            self.flavor_quota(&format!("{path}.flavors[{f}]"), (g, f), group, fq, flavors);
+            self.flavor_quota(&format!("{path}.flavors[{f}]"), (g, f), group, fq, flavors, in_cohort);
         }
     }
 
@@ -95,6 +100,7 @@ impl<'a> Checker<'a> {
         group: &'a ResourceGroup,
         fq: &'a FlavorQuota,
         seen: &mut Seen<'a>,
+        in_cohort: bool,
     ) {
         let name = fq.name.as_str();
         let name_path = format!("{path}.name");
@@ -138,8 +144,7 @@ impl<'a> Checker<'a> {
             }
             self.quantity(format!("{spec_path}.nominal_quota"), "nominal_quota", spec.nominal_quota);
             self.capacity(&format!("{spec_path}.nominal_quota"), name, spec);
-            self.quantity(format!("{spec_path}.borrowing_limit"), "borrowing_limit", spec.borrowing_limit);
-            self.quantity(format!("{spec_path}.lending_limit"), "lending_limit", spec.lending_limit);
+            self.cohort_limits(&spec_path, spec, in_cohort);
         }
     }
 

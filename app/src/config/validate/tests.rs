@@ -35,6 +35,22 @@ fn policy(c: &mut SchedulerConfig) -> &mut PriorityPolicy {
     rules(c)[0].priority_policy.as_mut().unwrap()
 }
 
+/// Puts `research` in cohort `lab` with a second queue `batch` (routed, so no warning).
+fn in_cohort(c: &mut SchedulerConfig) {
+    queues(c)[0].cohort_name = Some("lab".into());
+    let mut batch = queue("batch", vec![group(&["gpu"], vec![flavor_quota("spot", vec![quota("gpu", Some(8.0))])])]);
+    batch.cohort_name = Some("lab".into());
+    queues(c).push(batch);
+    rules(c).insert(0, rule("batch", Some(vec![expr("team", Operator::In, &["batch"])])));
+}
+
+/// Sets the cohort preemption policies of `research`.
+fn cohort_policy(c: &mut SchedulerConfig, reclaim: Option<CohortPreemption>, borrow: Option<CohortPreemption>) {
+    let p = queues(c)[0].preemption.get_or_insert_with(Default::default);
+    p.reclaim_within_cohort = reclaim;
+    p.borrow_within_cohort = borrow;
+}
+
 fn found(report: &Report) -> Vec<(Severity, &str)> {
     report.problems.iter().map(|p| (p.severity, p.path.as_str())).collect()
 }
@@ -71,8 +87,8 @@ const CASES: &[Case] = &[
     ("NaN quota", |c| spec(c).nominal_quota = Some(f64::NAN), &[(Error, "resource_queues[0].resource_groups[0].flavors[0].resources[0].nominal_quota")]),
     ("four decimals", |c| spec(c).nominal_quota = Some(0.0001), &[(Error, "resource_queues[0].resource_groups[0].flavors[0].resources[0].nominal_quota")]),
     ("float noise is not a decimal", |c| spec(c).nominal_quota = Some(0.1 + 0.2), &[]),
-    ("three decimals and zero are fine", |c| { spec(c).nominal_quota = Some(1.005); spec(c).lending_limit = Some(0.0) }, &[]),
-    ("bad borrowing and lending limits", |c| { spec(c).borrowing_limit = Some(-2.0); spec(c).lending_limit = Some(1.2345) }, &[
+    ("three decimals and zero are fine", |c| { spec(c).nominal_quota = Some(1.005); in_cohort(c); spec(c).lending_limit = Some(0.0) }, &[]),
+    ("bad borrowing and lending limits", |c| { in_cohort(c); spec(c).borrowing_limit = Some(-2.0); spec(c).lending_limit = Some(1.2345) }, &[
         (Error, "resource_queues[0].resource_groups[0].flavors[0].resources[0].borrowing_limit"),
         (Error, "resource_queues[0].resource_groups[0].flavors[0].resources[0].lending_limit"),
     ]),
@@ -151,13 +167,51 @@ const CASES: &[Case] = &[
         q.ordering_policy = Some("small_first".into());
         q.placement_policy = Some("spread".into());
         q.queueing_strategy = Some("strict_fifo".into());
-        q.cohort_name = Some("lab".into());
     }, &[
         (Warning, "resource_queues[0].ordering_policy"),
         (Warning, "resource_queues[0].placement_policy"),
         (Warning, "resource_queues[0].queueing_strategy"),
     ]),
     ("blank cohort", |c| queues(c)[0].cohort_name = Some("".into()), &[(Error, "resource_queues[0].cohort_name")]),
+    ("a cohort of two", in_cohort, &[]),
+    ("a cohort of one: warned", |c| queues(c)[0].cohort_name = Some("lab".into()), &[(Warning, "resource_queues[0].cohort_name")]),
+    ("a cohort needs resource_groups", |c| { in_cohort(c); queues(c)[1].resource_groups = None },
+        &[(Error, "resource_queues[1].cohort_name")]),
+    ("empty resource_groups are none", |c| { in_cohort(c); queues(c)[1].resource_groups = Some(vec![]) },
+        &[(Error, "resource_queues[1].cohort_name")]),
+    ("lending above nominal", |c| { in_cohort(c); spec(c).lending_limit = Some(64.5) }, &[(Error, concat!("resource_queues[0].resource_groups[0].flavors[0].resources[0]", ".lending_limit"))]),
+    ("lending equal to nominal", |c| { in_cohort(c); spec(c).lending_limit = Some(64.0) }, &[]),
+    ("lending with unlimited nominal (the SDK compares only when both are given)", |c| {
+        in_cohort(c); spec(c).nominal_quota = None; spec(c).lending_limit = Some(8.0)
+    }, &[]),
+    ("limits without a cohort", |c| { spec(c).borrowing_limit = Some(2.0); spec(c).lending_limit = Some(1.0) }, &[
+        (Error, "resource_queues[0].resource_groups[0].flavors[0].resources[0].borrowing_limit"),
+        (Error, "resource_queues[0].resource_groups[0].flavors[0].resources[0].lending_limit"),
+    ]),
+    ("borrow_within_cohort any is refused", |c| { in_cohort(c); cohort_policy(c, Some(CohortPreemption::Any), Some(CohortPreemption::Any)) },
+        &[(Error, "resource_queues[0].preemption.borrow_within_cohort")]),
+    ("borrow_within_cohort needs a reclaim policy", |c| { in_cohort(c); cohort_policy(c, None, Some(CohortPreemption::LowerPriority)) },
+        &[(Error, "resource_queues[0].preemption.borrow_within_cohort")]),
+    ("borrow_within_cohort with reclaim never", |c| { in_cohort(c); cohort_policy(c, Some(CohortPreemption::Never), Some(CohortPreemption::LowerPriority)) },
+        &[(Error, "resource_queues[0].preemption.borrow_within_cohort")]),
+    ("borrow_within_cohort with reclaim lower_priority or any", |c| {
+        in_cohort(c);
+        cohort_policy(c, Some(CohortPreemption::Any), Some(CohortPreemption::LowerPriority));
+        queues(c)[1].preemption = Some(PreemptionPolicy {
+            reclaim_within_cohort: Some(CohortPreemption::LowerPriority),
+            borrow_within_cohort: Some(CohortPreemption::LowerPriority),
+            ..Default::default()
+        });
+    }, &[]),
+    ("borrow_within_cohort never needs nothing", |c| { in_cohort(c); cohort_policy(c, None, Some(CohortPreemption::Never)) }, &[]),
+    ("cohort policies without a cohort: warned, no effect", |c| cohort_policy(c, Some(CohortPreemption::Any), None),
+        &[(Warning, "resource_queues[0].preemption.reclaim_within_cohort")]),
+    ("a fair-sharing weight: an extension, warned", |c| { in_cohort(c); queues(c)[0].fair_sharing_weight = Some(2.0) },
+        &[(Warning, "resource_queues[0].fair_sharing_weight")]),
+    ("a fair-sharing weight needs a cohort", |c| queues(c)[0].fair_sharing_weight = Some(2.0),
+        &[(Error, "resource_queues[0].fair_sharing_weight")]),
+    ("a negative fair-sharing weight", |c| { in_cohort(c); queues(c)[0].fair_sharing_weight = Some(-1.0) },
+        &[(Error, "resource_queues[0].fair_sharing_weight"), (Warning, "resource_queues[0].fair_sharing_weight")]),
     ("rule to an undefined queue", |c| rules(c).iter_mut().for_each(|r| r.resource_queue = "reserch".into()), &[
         (Warning, "resource_queues[0]"),
         (Error, "scheduling_rules[0].resource_queue"),
@@ -178,7 +232,8 @@ const CASES: &[Case] = &[
     ("no rules: unrouted queues are fine", |c| c.scheduling_rules = None, &[]),
     ("a NUL in a selector value", |c| flavors(c)[0].selector.as_mut().unwrap()[0].values = Some(vec!["sp\0t".into()]),
         &[(Error, "resource_flavors[0].selector[0].values[0]")]),
-    ("a NUL in a cohort name", |c| queues(c)[0].cohort_name = Some("a\0".into()), &[(Error, "resource_queues[0].cohort_name")]),
+    ("a NUL in a cohort name", |c| queues(c)[0].cohort_name = Some("a\0".into()),
+        &[(Warning, "resource_queues[0].cohort_name"), (Error, "resource_queues[0].cohort_name")]),
     ("no queues: rules may target the built-in default", |c| {
         c.resource_queues = None;
         c.resource_flavors = None;
@@ -264,6 +319,17 @@ fn messages_name_the_offending_values() {
         (|c| groups(c)[0].covered_resources = vec!["gpu".into(), "accel".into()],
             "not readable by the anyscale SDK: it accepts only cpu, memory_gb, gpu, tpu in covered_resources, so reading this config with it fails on `accel`"),
         (|c| policy(c).min = Some(-1), "not readable by the anyscale SDK: it refuses negative priorities, so reading this config with it fails on min -1"),
+        (|c| { in_cohort(c); spec(c).lending_limit = Some(65.0) },
+            "lending_limit 65 is more than nominal_quota 64: a queue lends only its own quota"),
+        (|c| spec(c).borrowing_limit = Some(1.0), "borrowing_limit needs a cohort_name on the queue: only cohort peers lend and borrow"),
+        (|c| { in_cohort(c); queues(c)[1].resource_groups = None },
+            "queue `batch` has no resource_groups (no quota to pool), so it cannot join cohort `lab`"),
+        (|c| { in_cohort(c); cohort_policy(c, None, Some(CohortPreemption::LowerPriority)) },
+            "borrow_within_cohort `lower_priority` needs reclaim_within_cohort `lower_priority` or `any` (it is omitted)"),
+        (|c| { in_cohort(c); cohort_policy(c, Some(CohortPreemption::Any), Some(CohortPreemption::Any)) },
+            "unknown borrow_within_cohort `any`; accepted: never, lower_priority"),
+        (|c| queues(c)[0].cohort_name = Some("lab".into()),
+            "cohort `lab` has only this queue: there is no peer to borrow from or lend to"),
     ];
     for (mutate, want) in cases {
         assert_eq!(message(*mutate), *want);

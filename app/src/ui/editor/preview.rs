@@ -190,9 +190,14 @@ fn Report(report: PreviewReport, chart: ChartData) -> impl IntoView {
                             let (a, d) = (&q.active, &q.draft);
                             let changed = a != d;
                             let reasons = d.rejections.iter().filter(|x| !a.rejections.contains(x)).map(|x| format!("{} × {}", x.count, x.reason)).collect::<Vec<_>>();
+                            let cohort = [("active", a), ("draft", d)]
+                                .into_iter()
+                                .filter_map(|(side, s)| s.cohort_summary().map(|c| format!("{side}: {c}")))
+                                .collect::<Vec<_>>();
                             view! {
                                 <tr class:changed=changed data-queue=q.queue.clone().unwrap_or_default()>
-                                    <td>{queue_label(q)}{(!reasons.is_empty()).then(|| view! { <div class="message-cell">{format!("draft rejects: {}", reasons.join("; "))}</div> })}</td>
+                                    <td>{queue_label(q)}{(!reasons.is_empty()).then(|| view! { <div class="message-cell">{format!("draft rejects: {}", reasons.join("; "))}</div> })}
+                                        {(!cohort.is_empty()).then(|| view! { <div class="message-cell" data-testid="preview-cohort">{cohort.join(" · ")}</div> })}</td>
                                     <td>{pair(a.admitted.to_string(), d.admitted.to_string())}</td>
                                     <td>{pair(a.rejected.to_string(), d.rejected.to_string())}</td>
                                     <td>{pair(a.preempted.to_string(), d.preempted.to_string())}</td>

@@ -8,8 +8,9 @@
 //! other decision: the merged order of the others is the same global sort (priority,
 //! enqueue time, id). Parked jobs are grouped by request shape, in the engine's order; when
 //! the queue releases quota, each shape gives back as many of its first jobs as the room
-//! could hold. Queues that preempt are always offered whole: a preemption frees quota in
-//! the middle of a cycle, which a gate deciding before the cycle cannot know.
+//! could hold. Queues that preempt, and queues of a cohort (whose room depends on their
+//! peers), are always offered whole: a preemption frees quota in the middle of a cycle,
+//! which a gate deciding before the cycle cannot know.
 //! `tests/sim.rs` checks on random workloads that the gate changes no admission.
 
 use std::cmp::Reverse;
@@ -46,7 +47,11 @@ impl Gate {
                 .queues
                 .iter()
                 .map(|q| {
-                    q.ordering.name == "fifo" && q.strategy == QueueingStrategy::BestEffortFifo && !q.covers_everything && !q.preempt_lower_priority
+                    q.ordering.name == "fifo"
+                        && q.strategy == QueueingStrategy::BestEffortFifo
+                        && !q.covers_everything
+                        && !q.preempt_lower_priority
+                        && q.cohort.is_none()
                 })
                 .collect(),
             usage: c.queues.iter().map(|q| vec![Milli::ZERO; q.slots.len() * r]).collect(),

@@ -149,6 +149,8 @@ pub struct JobRecord {
     pub rejected: Option<String>,
     /// When it was withdrawn, if it had not finished by its `withdraw_at_ms`.
     pub withdrawn_ms: Option<i64>,
+    /// The cohort peers that lent what its last admission borrowed (empty: it borrowed nothing).
+    pub lenders: Vec<Name>,
 }
 
 /// Usage of one queue × flavor × resource over time.
@@ -319,6 +321,7 @@ impl<'a> Sim<'a> {
                 preempted: 0,
                 rejected: None,
                 withdrawn_ms: None,
+                lenders: Vec::new(),
             })
             .collect();
         Sim {
@@ -485,6 +488,9 @@ impl<'a> Sim<'a> {
             let rec = &mut self.report.jobs[i];
             rec.first_admitted_ms.get_or_insert(now);
             rec.last_admitted_ms = Some(now);
+            rec.lenders = a.borrowed.iter().flat_map(|b| b.lenders.iter().map(|(q, _)| q.clone())).collect();
+            rec.lenders.sort_unstable();
+            rec.lenders.dedup();
             self.report.admissions += 1;
         }
         self.pending = kept;

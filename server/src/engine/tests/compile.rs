@@ -47,17 +47,27 @@ fn group() -> impl Strategy<Value = ResourceGroup> {
 }
 
 fn queue() -> impl Strategy<Value = ResourceQueue> {
+    let cohort = || proptest::option::of(prop_oneof![Just(CohortPreemption::Never), Just(CohortPreemption::LowerPriority), Just(CohortPreemption::Any)]);
     let preemption = proptest::option::of(
-        proptest::option::of(prop_oneof![Just(WithinQueuePreemption::Never), Just(WithinQueuePreemption::LowerPriority)])
-            .prop_map(|within_resource_queue| PreemptionPolicy { within_resource_queue, ..Default::default() }),
+        (
+            proptest::option::of(prop_oneof![Just(WithinQueuePreemption::Never), Just(WithinQueuePreemption::LowerPriority)]),
+            cohort(),
+            cohort(),
+        )
+            .prop_map(|(within_resource_queue, reclaim_within_cohort, borrow_within_cohort)| PreemptionPolicy {
+                within_resource_queue,
+                reclaim_within_cohort,
+                borrow_within_cohort,
+            }),
     );
     let policies = (word(ORDERING_POLICIES), word(PLACEMENT_POLICIES), word(QUEUEING_STRATEGIES));
-    (name(), preemption, proptest::option::of(proptest::collection::vec(group(), 0..3)), proptest::option::of(name()), policies).prop_map(
-        |(name, preemption, resource_groups, cohort_name, (ordering_policy, placement_policy, queueing_strategy))| ResourceQueue {
+    (name(), preemption, proptest::option::of(proptest::collection::vec(group(), 0..3)), (proptest::option::of(name()), number()), policies).prop_map(
+        |(name, preemption, resource_groups, (cohort_name, fair_sharing_weight), (ordering_policy, placement_policy, queueing_strategy))| ResourceQueue {
             name,
             preemption,
             resource_groups,
             cohort_name,
+            fair_sharing_weight,
             ordering_policy,
             placement_policy,
             queueing_strategy,

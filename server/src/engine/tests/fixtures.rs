@@ -4,12 +4,12 @@
 //! case reads like the situation it describes.
 
 use app::config::{
-    FlavorQuota, MatchExpression, OnViolation, Operator, PreemptionPolicy, PriorityPolicy, ResourceFlavor, ResourceGroup,
-    ResourceQueue, ResourceQuotaSpec, SchedulerConfig, SchedulingRule, WithinQueuePreemption,
+    FlavorQuota, MatchExpression, OnViolation, Operator, PriorityPolicy, ResourceFlavor, ResourceGroup, ResourceQueue, ResourceQuotaSpec, SchedulerConfig, SchedulingRule, WithinQueuePreemption,
 };
 
 use crate::engine::*;
 
+pub use app::config::CohortPreemption;
 pub use WithinQueuePreemption::{LowerPriority, Never};
 
 /// `key in [values]`.
@@ -75,7 +75,41 @@ pub fn queue(name: &str) -> QueueB {
 
 impl QueueB {
     pub fn preemption(mut self, p: WithinQueuePreemption) -> Self {
-        self.0.preemption = Some(PreemptionPolicy { within_resource_queue: Some(p), ..Default::default() });
+        self.0.preemption.get_or_insert_with(Default::default).within_resource_queue = Some(p);
+        self
+    }
+
+    /// Joins cohort `name`.
+    pub fn cohort(mut self, name: &str) -> Self {
+        self.0.cohort_name = Some(name.into());
+        self
+    }
+
+    pub fn reclaim(mut self, p: CohortPreemption) -> Self {
+        self.0.preemption.get_or_insert_with(Default::default).reclaim_within_cohort = Some(p);
+        self
+    }
+
+    pub fn borrow_within(mut self, p: CohortPreemption) -> Self {
+        self.0.preemption.get_or_insert_with(Default::default).borrow_within_cohort = Some(p);
+        self
+    }
+
+    pub fn weight(mut self, w: f64) -> Self {
+        self.0.fair_sharing_weight = Some(w);
+        self
+    }
+
+    /// Sets the lending and borrowing limits of `resource` under `flavor` (the quota must
+    /// be listed already).
+    pub fn limits(mut self, flavor: &str, resource: &str, lending: Option<f64>, borrowing: Option<f64>) -> Self {
+        for g in self.0.resource_groups.iter_mut().flatten() {
+            for fq in g.flavors.iter_mut().filter(|f| f.name == flavor) {
+                for spec in fq.resources.iter_mut().flatten().filter(|r| r.name == resource) {
+                    (spec.lending_limit, spec.borrowing_limit) = (lending, borrowing);
+                }
+            }
+        }
         self
     }
 
@@ -250,6 +284,22 @@ pub fn admit(job: &str, queue: &str, flavors: &[(&str, &[&str])], node: &str) ->
             .collect(),
         node: node.into(),
         backend: "local".into(),
+        borrowed: vec![],
+    }
+}
+
+impl Admission {
+    /// Expects it to borrow `amount` of `resource` under `flavor` from `cohort`, lent by
+    /// `lenders` (queue, amount).
+    pub fn borrowing(mut self, cohort: &str, flavor: &str, resource: &str, amount: i64, lenders: &[(&str, i64)]) -> Self {
+        self.borrowed.push(Borrowed {
+            cohort: cohort.into(),
+            flavor: flavor.into(),
+            resource: resource.into(),
+            amount: Milli::units(amount),
+            lenders: lenders.iter().map(|&(q, a)| (q.into(), Milli::units(a))).collect(),
+        });
+        self
     }
 }
 
@@ -258,9 +308,16 @@ pub fn wait(job: &str, queue: &str, position: usize, reason: &str) -> PendingInf
     PendingInfo { job: job.into(), queue: queue.into(), position, reason: reason.into(), no_room: false }
 }
 
-/// Expected preemption.
+/// Expected preemption within `queue`.
 pub fn preempt(preemptor: &str, queue: &str, victims: &[&str]) -> Preemption {
-    Preemption { preemptor: preemptor.into(), queue: queue.into(), victims: victims.iter().map(|&v| v.into()).collect() }
+    let victims = victims.iter().map(|&v| Victim { job: v.into(), queue: queue.into(), cause: Cause::WithinQueue }).collect();
+    Preemption { preemptor: preemptor.into(), queue: queue.into(), victims }
+}
+
+/// Expected preemption of victims (job, their queue, cause) of any queue.
+pub fn preempt_in(preemptor: &str, queue: &str, victims: &[(&str, &str, Cause)]) -> Preemption {
+    let victims = victims.iter().map(|&(v, q, cause)| Victim { job: v.into(), queue: q.into(), cause }).collect();
+    Preemption { preemptor: preemptor.into(), queue: queue.into(), victims }
 }
 
 /// Expected plan at `now_ms = 0`.

@@ -63,7 +63,7 @@ fn preempting_a_run_on_the_capped_backend_frees_its_slot() {
     let urgent = [pending("urgent", "team").prio(9).req(&[("cpu", 1)])];
     let plan = run(&config, &nodes, &running, &urgent, &[limit("ray-a", 1)]);
     assert_eq!(plan.preemptions.len(), 1, "{plan:#?}");
-    assert_eq!(plan.preemptions[0].victims, vec![Name::from("low")]);
+    assert_eq!(plan.preemptions[0].victims.iter().map(|v| &*v.job).collect::<Vec<_>>(), ["low"]);
     assert_eq!(plan.admissions.len(), 1);
     assert_eq!(&*plan.admissions[0].job, "urgent");
 }

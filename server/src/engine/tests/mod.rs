@@ -4,8 +4,10 @@
 // Table rows are tuples of literals by design.
 #![allow(clippy::type_complexity)]
 
+mod cohort;
 pub(crate) mod compile;
 mod fixtures;
+mod kueue;
 mod props;
 mod route;
 mod schedule;

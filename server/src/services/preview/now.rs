@@ -49,9 +49,9 @@ pub fn impact(live: &[JobRow], active: &Compiled, draft: &Compiled, (nodes, limi
     };
     let active_victims: Vec<&Name> = plan_a.victims().collect();
     for p in &plan_d.preemptions {
-        for v in p.victims.iter().filter(|v| !active_victims.contains(v)) {
-            let priority = running.iter().find(|r| r.id == *v).map_or(0, |r| r.priority);
-            out.preempted.push(NowPreemption { job_id: v.to_string(), queue: p.queue.to_string(), priority, preemptor: p.preemptor.to_string() });
+        for v in p.victims.iter().filter(|v| !active_victims.contains(&&v.job)) {
+            let priority = running.iter().find(|r| r.id == v.job).map_or(0, |r| r.priority);
+            out.preempted.push(NowPreemption { job_id: v.job.to_string(), queue: v.queue.to_string(), priority, preemptor: p.preemptor.to_string() });
         }
     }
     out.over_quota = over_quota(&running, active, draft);

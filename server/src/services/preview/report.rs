@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use app::preview::{ChangeKind, FateChange, Fidelity, KindCount, QueueImpact, QueueStats, ReasonCount, UsageImpact, MAX_CHANGES};
+use app::preview::{ChangeKind, FateChange, Fidelity, KindCount, LenderCount, QueueImpact, QueueStats, ReasonCount, UsageImpact, MAX_CHANGES};
 
 use crate::engine::sim::{JobRecord, Report, UsageSeries};
 use crate::engine::{Compiled, Milli, Name};
@@ -58,6 +58,9 @@ pub fn queues(w: &Workload, a: &Report, d: &Report, ca: &Compiled, cd: &Compiled
     let side = |r: &Report| {
         let end = end_of(r, span);
         let mut stats: HashMap<Option<Name>, Tally> = HashMap::new();
+        // Per borrowing queue, its lenders; per lender, the jobs it lent to.
+        let mut lenders: HashMap<Option<Name>, BTreeMap<Name, u64>> = HashMap::new();
+        let mut lent: HashMap<Option<Name>, u64> = HashMap::new();
         for (j, rec) in r.jobs.iter().zip(&w.records) {
             if rec.running_at_start {
                 continue;
@@ -81,11 +84,22 @@ pub fn queues(w: &Workload, a: &Report, d: &Report, ca: &Compiled, cd: &Compiled
             if j.withdrawn_ms.is_some() {
                 s.withdrawn += 1;
             }
+            if !j.lenders.is_empty() {
+                s.borrowed += 1;
+                for l in &j.lenders {
+                    *lenders.entry(j.queue.clone()).or_default().entry(l.clone()).or_default() += 1;
+                    *lent.entry(Some(l.clone())).or_default() += 1;
+                }
+            }
             waits.extend(wait_ms(j, end));
+        }
+        for (q, n) in lent {
+            stats.entry(q).or_default().0.lent = n;
         }
         stats
             .into_iter()
             .map(|(q, (mut s, mut waits, reasons))| {
+                s.lenders = lenders.remove(&q).unwrap_or_default().into_iter().map(|(queue, jobs)| LenderCount { queue: queue.to_string(), jobs }).collect();
                 waits.sort_unstable();
                 let pick = |p: f64| waits.get(((waits.len() as f64 * p).ceil() as usize).clamp(1, waits.len().max(1)) - 1).map(|&w| secs(w));
                 s.wait_p50_s = pick(0.50);

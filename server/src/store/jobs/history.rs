@@ -11,6 +11,8 @@ pub struct NewSample {
     pub resource: String,
     pub used_milli: i64,
     pub nominal_milli: Option<i64>,
+    /// Usage above nominal, borrowed from the queue's cohort.
+    pub borrowed_milli: i64,
 }
 
 
@@ -23,6 +25,10 @@ pub struct HistoryQuery {
     pub queue: Option<String>,
     pub flavor: Option<String>,
     pub resource: Option<String>,
+    /// Only the members of this cohort (resolved into `queues` by the jobs service).
+    pub cohort: Option<String>,
+    /// Only these queues, when not empty.
+    pub queues: Vec<String>,
 }
 
 impl JobStore {
@@ -34,13 +40,17 @@ impl JobStore {
         let _turn = self.write_turn().await;
         let mut tx = self.db.pool.begin().await?;
         for s in samples {
-            sqlx::query("INSERT INTO resource_samples (at_us, queue, flavor, resource, used_milli, nominal_milli) VALUES ($1, $2, $3, $4, $5, $6)")
+            sqlx::query(
+                "INSERT INTO resource_samples (at_us, queue, flavor, resource, used_milli, nominal_milli, borrowed_milli) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
                 .bind(at_us)
                 .bind(&s.queue)
                 .bind(&s.flavor)
                 .bind(&s.resource)
                 .bind(s.used_milli)
                 .bind(s.nominal_milli)
+                .bind(s.borrowed_milli)
                 .execute(&mut *tx)
                 .await?;
         }
@@ -63,7 +73,10 @@ impl JobStore {
     /// costs one indexed range scan and returns at most `range / step` rows per series.
     pub async fn history(&self, q: &HistoryQuery) -> Result<Vec<Sample>> {
         let step = q.step_us.max(1);
-        let mut sql = Sql::new("SELECT MAX(at_us), queue, flavor, resource, MAX(used_milli), MAX(nominal_milli), (at_us - ?)".into(), Bind::I(q.since_us));
+        let mut sql = Sql::new(
+            "SELECT MAX(at_us), queue, flavor, resource, MAX(used_milli), MAX(nominal_milli), MAX(borrowed_milli), (at_us - ?)".into(),
+            Bind::I(q.since_us),
+        );
         sql.push(" / ? AS bucket FROM resource_samples", Bind::I(step));
         sql.push(" WHERE at_us >= ?", Bind::I(q.since_us));
         sql.push(" AND at_us < ?", Bind::I(q.until_us));
@@ -72,11 +85,18 @@ impl JobStore {
                 sql.push(&format!(" AND {col} = ?"), Bind::S(v.clone()));
             }
         }
+        if !q.queues.is_empty() {
+            sql.text.push_str(" AND queue IN (");
+            for (i, name) in q.queues.iter().enumerate() {
+                sql.push(if i > 0 { ", ?" } else { "?" }, Bind::S(name.clone()));
+            }
+            sql.text.push(')');
+        }
         sql.text.push_str(" GROUP BY queue, flavor, resource, bucket ORDER BY queue, flavor, resource, bucket");
         let rows = sql.fetch_all(&self.db).await?;
         rows.iter()
             .map(|row| {
-                let (used, nominal): (i64, Option<i64>) = (row.try_get(4)?, row.try_get(5)?);
+                let (used, nominal, borrowed): (i64, Option<i64>, i64) = (row.try_get(4)?, row.try_get(5)?, row.try_get(6)?);
                 Ok(Sample {
                     at: time_of(row.try_get(0)?),
                     queue: row.try_get(1)?,
@@ -84,6 +104,7 @@ impl JobStore {
                     resource: row.try_get(3)?,
                     used: used as f64 / 1000.0,
                     nominal: nominal.map(|n| n as f64 / 1000.0),
+                    borrowed: borrowed as f64 / 1000.0,
                 })
             })
             .collect()

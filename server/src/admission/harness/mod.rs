@@ -18,10 +18,14 @@ use crate::services::config::ConfigService;
 use crate::store::config::{ApplyMeta, ConfigStore};
 use crate::store::Db;
 
-/// One node with 4 CPUs; starts succeed at once and are recorded, as are stops. After a
-/// restart it reports each run as `adopt_as` says (by run key), else as never started.
+mod cohort;
+
+/// One node with `cpus` CPUs (4 unless said); starts succeed at once and are recorded, as
+/// are stops. After a restart it reports each run as `adopt_as` says (by run key), else as
+/// never started.
 #[derive(Debug, Default)]
 struct FakeBackend {
+    cpus: f64,
     started: Mutex<Vec<RunId>>,
     stopped: Mutex<Vec<RunId>>,
     adopt_as: Mutex<HashMap<String, Adopted>>,
@@ -32,7 +36,7 @@ impl Backend for FakeBackend {
         "fake"
     }
     fn nodes(&self) -> Vec<Node> {
-        let cpu = Resources::new([("cpu", Milli::from_f64(4.0).expect("4"))]);
+        let cpu = Resources::new([("cpu", Milli::from_f64(self.cpus).expect("a number"))]);
         vec![Node { id: "n1".into(), backend: "fake".into(), labels: Default::default(), capacity: cpu, used_outside: Resources::default() }]
     }
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {
@@ -87,13 +91,18 @@ struct Harness {
 impl Harness {
     /// A loop under `config` (YAML), its fake backend idle.
     async fn new(config: &str) -> Harness {
+        Harness::with_cpus(config, 4.0).await
+    }
+
+    /// [`Harness::new`] with a node of `cpus` CPUs.
+    async fn with_cpus(config: &str, cpus: f64) -> Harness {
         let dir = std::env::temp_dir().join(crate::clock::new_id("berth_harness"));
         std::fs::create_dir_all(&dir).unwrap();
         let db = Db::connect(&format!("sqlite://{}/berth.db", dir.display())).await.unwrap();
         let service = Arc::new(ConfigService::start(ConfigStore::new(db.clone())).await.unwrap());
         let harness_config = parse_auto(config).expect("a config");
         service.apply(&Caller::anonymous(), &harness_config, &ApplyMeta::default()).await.expect("applies");
-        let backend = Arc::new(FakeBackend::default());
+        let backend = Arc::new(FakeBackend { cpus, ..FakeBackend::default() });
         let clock = Arc::new(ManualClock::new(1_700_000_000_000_000));
         let settings = Settings { data_dir: dir.join("data"), ..Settings::default() };
         let (lp, cmds, exits) = new_loop(JobStore::new(db), Some(backend.clone()), settings, &service, &clock);
