@@ -8,6 +8,7 @@
 
 pub mod config;
 pub mod jobs;
+pub mod packages;
 
 use std::str::FromStr;
 
