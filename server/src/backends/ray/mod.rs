@@ -332,6 +332,7 @@ impl RayBackend {
         if let Some(why) = self.lock_unreachable().clone() {
             return Err(BackendError::Unavailable(why));
         }
+        self.ensure_packages(&spec).await?;
         let body = submission(&spec, &self.real_label_keys());
         let (submitted_us, submitted) = (now_us(), Instant::now());
         match self.send(self.http.post(format!("{}/api/jobs/", self.base)).json(&body)).await {
@@ -347,6 +348,31 @@ impl RayBackend {
         self.lock_ledger().hold(key.clone(), spec.node.clone(), spec.resources.clone(), submitted_us);
         self.watch(&spec.run, submitted + FIRST_POLL);
         Ok(key)
+    }
+
+    /// Uploads each package the run uses that the cluster does not have, as Ray's own client
+    /// does before it submits: a `GET` of the package (which also pins it in Ray for a while),
+    /// then a `PUT` of the archive when that says 404.
+    async fn ensure_packages(&self, spec: &StartSpec) -> Result<(), BackendError> {
+        for package in &spec.packages {
+            let Some(name) = package.uri.strip_prefix("gcs://") else { continue };
+            let url = format!("{}/api/packages/gcs/{name}", self.base);
+            let failed = |f: Failure| match f {
+                f @ (Failure::Unreachable(_) | Failure::Status(502..=504, _)) => BackendError::Unavailable(self.describe(&f)),
+                f => BackendError::Failed(format!("uploading package {} to Ray: {}", package.uri, self.describe(&f))),
+            };
+            match self.send(self.http.get(&url)).await {
+                Ok(_) => continue,
+                Err(Failure::Status(404, _)) => {}
+                Err(f) => return Err(failed(f)),
+            }
+            let bytes = tokio::fs::read(&package.path)
+                .await
+                .map_err(|e| BackendError::Failed(format!("reading package {} ({}): {e}", package.uri, package.path.display())))?;
+            self.send(self.http.put(&url).body(bytes)).await.map_err(failed)?;
+            tracing::debug!(backend = %self.cfg.name, package = %package.uri, "package uploaded to Ray");
+        }
+        Ok(())
     }
 
     /// Label keys some Ray node really has (a selector on any other key would leave the
