@@ -64,7 +64,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     let path = req.uri().path().to_string();
     let caller = match find_caller(&state, req.headers()).await {
         Ok(caller) => caller,
-        Err(e) => return secure(e.into_response(), None),
+        Err(e) => return secure(refusal(&path, e), None),
     };
     let changes_state = !matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     if changes_state {
@@ -89,7 +89,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         None if is_public(&path) => {}
         None if is_api(&path) || changes_state => {
             let e = ApiError::unauthorized("sign in, or send an API token as `Authorization: Bearer …`");
-            return secure(e.into_response(), None);
+            return secure(refusal(&path, e), None);
         }
         None => {
             let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
@@ -102,14 +102,27 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     secure(next.run(req).await, Some(&nonce))
 }
 
+/// A refusal in the shape the path's clients read: Ray's API answers in plain text, saying
+/// how Ray's client sends a token.
+fn refusal(path: &str, e: ApiError) -> Response {
+    if !super::ray_api::is_ray_path(path) {
+        return e.into_response();
+    }
+    let how = "send a Berth API token: RAY_JOB_HEADERS='{\"Authorization\": \"Bearer <token>\"}' for the ray CLI, \
+               or JobSubmissionClient(address, headers={\"Authorization\": \"Bearer <token>\"})";
+    let message = if e.status == StatusCode::UNAUTHORIZED { format!("Berth: {}; {how}", e.message) } else { e.message };
+    super::ray_api::RayError(ApiError { message, ..e }).into_response()
+}
+
 /// The caller the request's credentials name; an invalid token is an error, a stale session
-/// cookie is just no session.
+/// cookie is just no session. Ray's proxies send the token as `X-Ray-Authorization`.
 async fn find_caller(state: &AppState, headers: &HeaderMap) -> Result<Option<Caller>, ApiError> {
     let internal = |e: sqlx::Error| {
         tracing::error!(error = %e, "auth store failure");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
     };
-    if let Some(value) = headers.get(axum::http::header::AUTHORIZATION) {
+    let header = headers.get(axum::http::header::AUTHORIZATION).or_else(|| headers.get("x-ray-authorization"));
+    if let Some(value) = header {
         let token = value
             .to_str()
             .ok()

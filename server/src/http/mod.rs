@@ -1,4 +1,5 @@
-//! The HTTP surface: the REST API under `/api/v1`, health checks, and the dashboard.
+//! The HTTP surface: the REST API under `/api/v1`, Ray's job API (`ray_api`), health
+//! checks, and the dashboard.
 //!
 //! [`router`] builds the whole thing so tests can drive it in-process with `oneshot`.
 
@@ -7,10 +8,12 @@ pub mod body;
 pub mod config;
 pub mod dashboard;
 pub mod error;
+pub mod follow;
 pub mod identity;
 pub mod jobs;
 pub mod openapi;
 pub mod preview;
+pub mod ray_api;
 pub mod stream;
 
 use std::time::Duration;
@@ -40,6 +43,7 @@ pub(crate) fn api_routes(state: AppState) -> Router {
     Router::new()
         .nest("/api/v1", v1)
         .merge(jobs::mlumina_routes())
+        .merge(ray_api::routes())
         .merge(auth::session_routes())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
