@@ -88,7 +88,10 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         }
         None if is_public(&path) => {}
         None if is_api(&path) || changes_state => {
-            let e = ApiError::unauthorized("sign in, or send an API token as `Authorization: Bearer …`");
+            let e = match super::ray_api::is_ray_path(&path) {
+                true => ApiError::unauthorized("no API token was sent"),
+                false => ApiError::unauthorized("sign in, or send an API token as `Authorization: Bearer …`"),
+            };
             return secure(refusal(&path, e), None);
         }
         None => {
@@ -108,9 +111,9 @@ fn refusal(path: &str, e: ApiError) -> Response {
     if !super::ray_api::is_ray_path(path) {
         return e.into_response();
     }
-    let how = "send a Berth API token: RAY_JOB_HEADERS='{\"Authorization\": \"Bearer <token>\"}' for the ray CLI, \
+    let how = "Send a Berth API token: RAY_JOB_HEADERS='{\"Authorization\": \"Bearer <token>\"}' for the ray CLI, \
                or JobSubmissionClient(address, headers={\"Authorization\": \"Bearer <token>\"})";
-    let message = if e.status == StatusCode::UNAUTHORIZED { format!("Berth: {}; {how}", e.message) } else { e.message };
+    let message = if e.status == StatusCode::UNAUTHORIZED { format!("Berth: {}. {how}", e.message) } else { e.message };
     super::ray_api::RayError(ApiError { message, ..e }).into_response()
 }
 

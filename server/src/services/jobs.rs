@@ -213,6 +213,7 @@ impl Runtime {
         }
         let row = self.prepare(req, &caller.user, None)?;
         if row.state != JobState::Rejected {
+            self.check_runtime_env(&row)?;
             self.packages.require(&row.spec).await?;
         }
         let job = row.to_job();
@@ -264,6 +265,7 @@ impl Runtime {
                 return Err(prefix(RuntimeError::Invalid("submission_id: not taken in a stage (its jobs are named by the stage)".into())));
             }
             let row = check_workdir(&self.settings, &job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(prefix)?;
+            self.check_runtime_env(&row).map_err(prefix)?;
             self.packages.require(&row.spec).await.map_err(|e| prefix(e.into()))?;
             if row.state == JobState::Rejected {
                 rejected.push(StageRejection { index: i, job_id: row.id.clone(), reason: row.reason.clone().unwrap_or_default() });
@@ -278,6 +280,26 @@ impl Runtime {
         self.cmds.send(Cmd::Stage { id: stage_id.clone(), max_concurrent: req.parallelism.max_concurrent }).map_err(|_| RuntimeError::Stopped)?;
         self.cmds.send(Cmd::Enqueue(pending)).map_err(|_| RuntimeError::Stopped)?;
         Ok(StageCreated { stage_id, job_ids, rejected })
+    }
+
+    /// Refuses a job whose `runtime_env` no backend it could run on can honour (`pip` when
+    /// its queue's flavors select only local nodes), with that backend's reason.
+    fn check_runtime_env(&self, row: &JobRow) -> Result<(), RuntimeError> {
+        let env = &row.spec.runtime_env;
+        let plain = env.other.is_empty() && !env.working_dir.as_deref().is_some_and(app::request::is_uri);
+        let (Some(queue), false) = (&row.queue, plain || row.state == JobState::Rejected) else { return Ok(()) };
+        let (compiled, _, nodes) = self.shared();
+        let request = request::check(&row.spec).map_err(RuntimeError::Invalid)?;
+        let Ok(holding) = engine::nodes_that_hold(&compiled, &nodes, queue, &request) else { return Ok(()) };
+        let mut backends: Vec<&str> = holding.iter().map(|n| &*n.backend).collect();
+        backends.sort_unstable();
+        backends.dedup();
+        // `None` as soon as one of them takes it.
+        let refusals: Option<Vec<String>> = backends.iter().map(|b| self.backends.get(b).and_then(|b| b.refuses(env))).collect();
+        match refusals.and_then(|r| r.into_iter().next()) {
+            Some(why) => Err(RuntimeError::Invalid(format!("{why}; no node of queue {queue}'s flavors offers another backend"))),
+            None => Ok(()),
+        }
     }
 
     /// A job row ready to store under the config in force (see [`prepare`]).
