@@ -29,24 +29,46 @@ pub struct Berth {
     pub db_url: String,
     /// Holds the data dir (`data/`), the server's log and the tests' files.
     pub dir: PathBuf,
+    /// Sends the admin token when the server requires one ([`Berth::start_secured`]).
     pub http: reqwest::Client,
     args: Vec<String>,
+    /// The first admin token's secret, for a server started without anonymous mode.
+    pub admin_token: Option<String>,
 }
 
 impl Berth {
     /// A server on a fresh database of `backend` in anonymous local mode, with a fast tick
     /// and `extra` serve flags.
     pub async fn start(backend: Backend, extra: &[&str]) -> Berth {
+        Berth::launch(backend, extra, None).await
+    }
+
+    /// A server that requires API tokens (no anonymous mode), with `admin_token` as its first
+    /// admin token; [`Berth::http`] sends it.
+    pub async fn start_secured(backend: Backend, extra: &[&str], admin_token: &str) -> Berth {
+        Berth::launch(backend, extra, Some(admin_token)).await
+    }
+
+    async fn launch(backend: Backend, extra: &[&str], admin_token: Option<&str>) -> Berth {
         let db_url = fresh_database(backend).await;
         let dir = std::env::temp_dir().join(unique("berth_rt"));
         std::fs::create_dir_all(&dir).unwrap();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let mut args: Vec<String> = ["--anonymous", "--tick-ms", "100", "--retry-backoff-ms", "200", "--kill-grace-s", "1", "--sample-interval-s", "1"]
+        let mut args: Vec<String> = ["--tick-ms", "100", "--retry-backoff-ms", "200", "--kill-grace-s", "1", "--sample-interval-s", "1"]
             .iter()
             .map(|s| s.to_string())
             .collect();
+        if admin_token.is_none() {
+            args.insert(0, "--anonymous".into());
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut b = Berth { child: None, url: format!("http://127.0.0.1:{port}"), port, db_url, dir, http: reqwest::Client::new(), args };
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Some(t) = admin_token {
+            headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
+        }
+        let http = reqwest::Client::builder().default_headers(headers).build().unwrap();
+        let admin_token = admin_token.map(str::to_string);
+        let mut b = Berth { child: None, url: format!("http://127.0.0.1:{port}"), port, db_url, dir, http, args, admin_token };
         b.spawn().await;
         b
     }
@@ -61,6 +83,7 @@ impl Berth {
             .arg(self.dir.join("data"))
             .args(&self.args)
             .env("RUST_LOG", "info,sqlx=warn")
+            .env("BERTH_ADMIN_TOKEN", self.admin_token.as_deref().unwrap_or(""))
             // The server logs (tracing) to stdout: both streams go to the log file.
             .stdout(log.try_clone().unwrap())
             .stderr(log)
