@@ -96,6 +96,11 @@ impl ResourceRequest {
 
 /// Ray's `runtime_env`: `working_dir` and `env_vars` are used by every backend; other keys
 /// (`pip`, `conda`, …) are kept and passed to backends that understand them.
+///
+/// `working_dir` is an absolute directory on the server's host, or the URI of a package
+/// uploaded to Berth (`gcs://_ray_pkg_<hash>.zip`, what `ray job submit --working-dir`
+/// sends), which every backend delivers: unpacked into the run's directory, or uploaded to
+/// the Ray cluster. `py_modules` may list such packages too.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RuntimeEnv {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,9 +115,13 @@ pub struct RuntimeEnv {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobRequest {
-    /// Shown in lists; defaults to the first word of the entrypoint.
+    /// Shown in lists; defaults to the submission id, else the first word of the entrypoint.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// A second id the caller chooses, unique among all jobs (Ray's `submission_id`): the job
+    /// can be read, stopped and searched for by it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<String>,
     /// Shell command line, run with `/bin/sh -c`.
     pub entrypoint: String,
     #[serde(default)]
@@ -148,6 +157,9 @@ pub struct FlavorUse {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
     pub id: String,
+    /// The caller's own id for it (Ray's `submission_id`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub submission_id: Option<String>,
     pub name: String,
     pub submitter: String,
     pub state: JobState,

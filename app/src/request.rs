@@ -16,6 +16,27 @@ pub const MAX_AMOUNT: f64 = 1e9;
 pub const MAX_TIMEOUT_S: u64 = 366 * 24 * 3600;
 /// Most retries.
 pub const MAX_RETRIES: u32 = 100;
+/// Longest submission id.
+pub const MAX_SUBMISSION_ID: usize = 128;
+
+/// The package name of a URI of a package uploaded to Berth (`gcs://_ray_pkg_<hex>.zip`,
+/// as Ray's clients name them), or `None` for anything else.
+pub fn package_name(uri: &str) -> Option<&str> {
+    let name = uri.strip_prefix("gcs://")?;
+    let hex = name.strip_prefix("_ray_pkg_")?.strip_suffix(".zip")?;
+    (!hex.is_empty() && hex.len() <= 128 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(name)
+}
+
+/// The names of the uploaded packages `env` uses: its working directory and its `py_modules`.
+pub fn packages(env: &crate::jobs::RuntimeEnv) -> Vec<&str> {
+    let modules = env.other.get("py_modules").and_then(|m| m.as_array()).into_iter().flatten().filter_map(|m| m.as_str());
+    env.working_dir.as_deref().into_iter().chain(modules).filter_map(package_name).collect()
+}
+
+/// Whether `s` is a URI (`scheme://…`) rather than a path.
+pub fn is_uri(s: &str) -> bool {
+    s.split_once("://").is_some_and(|(scheme, _)| !scheme.is_empty() && scheme.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+'))
+}
 
 /// One thing wrong with a request: the field's path (`resources.cpu`, `labels.team`,
 /// `runtime_env.env_vars.HOME`) and what is wrong with it.
@@ -49,6 +70,13 @@ pub fn problems(req: &JobRequest) -> Vec<Problem> {
     if let Some(name) = &req.name {
         out.text("name", name, MAX_NAME);
     }
+    if let Some(id) = &req.submission_id {
+        if id.is_empty() || id.len() > MAX_SUBMISSION_ID {
+            out.add("submission_id", format!("must be 1 to {MAX_SUBMISSION_ID} characters, got {}", id.len()));
+        } else if let Some(c) = id.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))) {
+            out.add("submission_id", format!("only letters, digits, `_`, `-` and `.` are allowed, got {c:?} in `{id}`"));
+        }
+    }
     for (k, v) in &req.labels {
         if k.is_empty() {
             out.add("labels", "a label key must not be empty".into());
@@ -65,8 +93,10 @@ pub fn problems(req: &JobRequest) -> Vec<Problem> {
     }
     if let Some(dir) = &req.runtime_env.working_dir {
         out.text("runtime_env.working_dir", dir, MAX_PATH);
-        if !dir.starts_with('/') {
-            out.add("runtime_env.working_dir", format!("must be an absolute path, got `{dir}`"));
+        if dir.starts_with("gcs://") && package_name(dir).is_none() {
+            out.add("runtime_env.working_dir", format!("`{dir}` is not a package URI like gcs://_ray_pkg_<hex>.zip"));
+        } else if !dir.starts_with('/') && !is_uri(dir) {
+            out.add("runtime_env.working_dir", format!("must be an absolute path or a package URI, got `{dir}`"));
         }
     }
     if req.timeout_s > MAX_TIMEOUT_S {
@@ -121,6 +151,26 @@ mod tests {
 
     fn req(entry: &str) -> JobRequest {
         JobRequest { entrypoint: entry.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn submission_ids_and_package_uris_are_checked() {
+        let mut r = req("true");
+        r.submission_id = Some("raysubmit_4LamXRuQ-1.b".into());
+        assert_eq!(check(&r), Ok(()));
+        r.submission_id = Some("a/b".into());
+        assert_eq!(check(&r).unwrap_err().to_string(), "submission_id: only letters, digits, `_`, `-` and `.` are allowed, got '/' in `a/b`");
+        r.submission_id = Some(String::new());
+        assert_eq!(check(&r).unwrap_err().field, "submission_id");
+        let mut r = req("true");
+        r.runtime_env.working_dir = Some("gcs://_ray_pkg_0af3.zip".into());
+        assert_eq!(check(&r), Ok(()));
+        r.runtime_env.other.insert("py_modules".into(), serde_json::json!(["gcs://_ray_pkg_11.zip", "s3://b/m.zip"]));
+        assert_eq!(packages(&r.runtime_env), ["_ray_pkg_0af3.zip", "_ray_pkg_11.zip"]);
+        r.runtime_env.working_dir = Some("gcs://../../etc.zip".into());
+        assert!(check(&r).unwrap_err().message.contains("not a package URI"));
+        r.runtime_env.working_dir = Some("s3://bucket/dir.zip".into());
+        assert_eq!(check(&r), Ok(()));
     }
 
     #[test]

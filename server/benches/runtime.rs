@@ -10,7 +10,10 @@
 //! * idle: 100,000 pending jobs that cannot fit: server CPU and database writes while idle;
 //! * ray: 200 no-op jobs through Berth vs straight to Ray's Jobs API, flooded and with the
 //!   same number in flight as Berth (needs `BERTH_BENCH_RAY_URL`, which `make bench` sets
-//!   with .ci/ray.sh; see `ray_overhead/`).
+//!   with .ci/ray.sh; see `ray_overhead/`);
+//! * ray_api: 100 no-op jobs with a working dir from Ray's own `JobSubmissionClient`,
+//!   straight to the head vs through Berth's Ray API (the same head and venv; see
+//!   `ray_overhead/front_door.rs`).
 //!
 //! `BERTH_BENCH_RUNTIME=latency,throughput` picks scenarios (default: all);
 //! `BERTH_BENCH_QUICK=1` shortens them (for a smoke run, not for figures);
@@ -681,7 +684,7 @@ async fn scenario(name: &str, run: impl std::future::Future<Output = ()> + Send 
 
 #[tokio::main]
 async fn main() {
-    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,ray".into());
+    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,ray,ray_api".into());
     let want: Vec<&str> = want.split(',').map(str::trim).collect();
     println!("binary: {}", bin());
     println!("# Berth runtime benchmarks (bench-profile binary, SQLite, local backend){}", if quick() { " — QUICK mode" } else { "" });
@@ -707,6 +710,17 @@ async fn main() {
                 }
             }
             Err(_) => println!("\n## ray: skipped, BERTH_BENCH_RAY_URL is not set (`make bench` starts a head)"),
+        }
+    }
+    if want.contains(&"ray_api") {
+        match std::env::var("BERTH_BENCH_RAY_URL") {
+            Ok(url) => {
+                let url = url.trim_end_matches('/').to_string();
+                if !scenario("ray_api", async move { ray_overhead::front_door::run(&url).await }).await {
+                    failed.push("ray_api");
+                }
+            }
+            Err(_) => println!("\n## ray_api: skipped, BERTH_BENCH_RAY_URL is not set (`make bench` starts a head)"),
         }
     }
     if !failed.is_empty() {

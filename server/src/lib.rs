@@ -10,7 +10,8 @@
 //!   decisions on `backends`;
 //! - `store`: the database pool and all SQL.
 //!
-//! `engine` is pure: a snapshot in, a plan out; `clock` is the one source of time.
+//! `engine` is pure: a snapshot in, a plan out; `clock` is the one source of time; `zipfile`
+//! reads the packages Ray's clients upload.
 
 pub mod admission;
 pub mod backends;
@@ -22,3 +23,4 @@ pub mod serve;
 pub mod services;
 pub mod state;
 pub mod store;
+pub mod zipfile;

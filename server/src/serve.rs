@@ -64,6 +64,11 @@ pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
     options.settings.sample_interval = std::time::Duration::from_secs(args.sample_interval_s.max(1));
     options.settings.history_retention = std::time::Duration::from_secs(args.history_days.max(1) * 24 * 3600);
     options.ray = ray_configs(args)?;
+    if args.package_max_mb == 0 {
+        bail!("--package-max-mb: must be at least 1");
+    }
+    options.packages.max_bytes = args.package_max_mb.saturating_mul(1024 * 1024);
+    options.packages.keep_unused = std::time::Duration::from_secs(args.package_keep_hours.max(1).saturating_mul(3600));
     if args.no_local {
         options.local = None;
         return Ok(options);

@@ -14,6 +14,8 @@ use crate::admission::Settings;
 use crate::services::jobs::Runtime;
 use crate::services::config::ConfigService;
 use crate::store::config::ConfigStore;
+use crate::services::packages::{PackageSettings, Packages};
+use crate::store::packages::PackageStore;
 
 /// Everything a request may need.
 #[derive(Debug, Clone)]
@@ -21,6 +23,8 @@ pub struct AppState {
     pub db: Db,
     pub config: Arc<ConfigService>,
     pub runtime: Runtime,
+    /// Packages uploaded through Ray's API (working directories, `py_modules`).
+    pub packages: Arc<Packages>,
     /// Tokens, sessions, the audit log, and whether anonymous callers are let in.
     pub auth: Arc<Auth>,
     /// Mark the session cookie `Secure`.
@@ -38,6 +42,7 @@ pub struct RuntimeOptions {
     pub local: Option<LocalConfig>,
     pub ray: Vec<RayConfig>,
     pub access: Access,
+    pub packages: PackageSettings,
 }
 
 /// Who gets in.
@@ -59,6 +64,7 @@ impl RuntimeOptions {
             ray: Vec::new(),
             settings: Settings { data_dir, ..Settings::default() },
             access: Access { anonymous: true, admin_token: None, secure_cookies: false },
+            packages: PackageSettings::default(),
         }
     }
 }
@@ -89,13 +95,16 @@ impl AppState {
             backends.register(ray).map_err(anyhow::Error::msg)?;
         }
         let store = JobStore::new(db.clone());
-        let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings)
+        let packages = Arc::new(Packages::new(PackageStore::new(db.clone(), options.settings.data_dir.clone()), options.packages));
+        packages.collect_in_background();
+        let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings, packages.clone())
             .await
             .context("cannot start the admission loop")?;
         Ok(AppState {
             db,
             config,
             runtime,
+            packages,
             auth,
             secure_cookies: options.access.secure_cookies,
             shutdown: Arc::new(tokio::sync::watch::channel(false).0),

@@ -90,6 +90,7 @@ fn JobBody(j: Job, caused: Vec<Event>, ui: ActionState) -> impl IntoView {
                     <dt>"Priority"</dt><dd data-testid="job-priority">{priority}</dd>
                     <dt>"Submitter"</dt><dd>{j.submitter.clone()}</dd>
                     {j.stage_id.clone().map(|s| view! { <dt>"Stage"</dt><dd><a href=format!("/stages/{s}")>{s.clone()}</a></dd> })}
+                    {j.submission_id.clone().map(|s| view! { <dt>"Submission id"</dt><dd class="mono" data-testid="job-submission-id">{s}</dd> })}
                 </dl>
             </section>
             <section class="card">

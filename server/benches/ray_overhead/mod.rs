@@ -43,6 +43,8 @@
 
 use super::*;
 
+pub mod front_door;
+
 /// How long a wait for `jobs` no-op 1-CPU jobs on `slots` CPUs may take before the jobs still
 /// open are given up on: Ray's start timeout (60 s in .ci/ray.sh), plus 5 s for each round of
 /// `slots` jobs (one takes about 3 s in Ray on a busy 2-core machine), at most 5 minutes.
@@ -53,6 +55,16 @@ fn deadline_for(jobs: usize, slots: usize) -> Duration {
 /// A client for Ray's API whose requests give up instead of hanging the bench.
 fn ray_client() -> reqwest::Client {
     reqwest::Client::builder().pool_max_idle_per_host(64).timeout(Duration::from_secs(60)).build().unwrap()
+}
+
+/// The head's CPUs, as Ray's node summary reports them (4, .ci/ray.sh's, when it says nothing).
+async fn head_cpus(http: &reqwest::Client, url: &str) -> f64 {
+    let nodes: Value = match http.get(format!("{url}/api/v0/nodes?view=summary")).send().await {
+        Ok(r) => r.json().await.unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    };
+    let total = nodes["data"]["summary"].as_array().and_then(|a| a.first()).and_then(|n| n["raylet"]["resourcesTotal"]["CPU"].as_f64());
+    total.unwrap_or(4.0)
 }
 
 /// Asks Ray to stop the submission `id` (best effort: the bench goes on either way).
@@ -491,14 +503,7 @@ pub async fn run(url: &str) {
     let n = std::env::var("BERTH_BENCH_RAY_JOBS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n > 0).unwrap_or(if quick() { 20 } else { 200 });
     let rounds = if quick() { 2 } else { n.div_ceil(25).max(1) };
     let http = ray_client();
-    let cpus = {
-        let nodes: Value = match http.get(format!("{url}/api/v0/nodes?view=summary")).send().await {
-            Ok(r) => r.json().await.unwrap_or(Value::Null),
-            Err(_) => Value::Null,
-        };
-        let total = nodes["data"]["summary"].as_array().and_then(|a| a.first()).and_then(|n| n["raylet"]["resourcesTotal"]["CPU"].as_f64());
-        total.unwrap_or(4.0)
-    };
+    let cpus = head_cpus(&http, url).await;
     // What Berth keeps in flight: 1-CPU jobs on the node's CPUs, within its cap.
     let slots = (cpus as usize).clamp(1, BERTH_CAP);
     let ungated = std::env::var("BERTH_BENCH_RAY_UNGATED").is_ok_and(|v| !v.is_empty() && v != "0");

@@ -39,8 +39,9 @@ impl Loop {
             self.starting.insert(key);
         }
         // A start that is a few system calls (local processes) is made here: a task of its
-        // own would cost a hop to another thread on the way to every run.
-        let (now, later): (Vec<_>, Vec<_>) = todo.into_iter().partition(|(b, _, _)| b.traits().starts_at_once);
+        // own would cost a hop to another thread on the way to every run. One that unpacks
+        // packages first is not, and goes on the task.
+        let (now, later): (Vec<_>, Vec<_>) = todo.into_iter().partition(|(b, _, spec)| b.traits().starts_at_once && spec.packages.is_empty());
         for (backend, name, spec) in now {
             let run = spec.run.clone();
             let result = futures_util::FutureExt::now_or_never(backend.start(spec))
@@ -164,6 +165,10 @@ impl Loop {
             flavors: live.flavors.clone(),
             selector_labels,
             metadata,
+            packages: app::request::packages(&live.row.spec.runtime_env)
+                .into_iter()
+                .map(|name| PackageFile { uri: format!("gcs://{name}"), path: crate::store::packages::file_of(&self.settings.data_dir, name) })
+                .collect(),
         }
     }
 

@@ -58,7 +58,10 @@ pub async fn write_submissions(store: JobStore, cmds: mpsc::UnboundedSender<Cmd>
 pub fn submit_event(row: &JobRow) -> NewEvent {
     let (kind, message) = match row.state {
         JobState::Rejected => ("rejected", format!("rejected: {}", row.reason.as_deref().unwrap_or(""))),
-        _ => ("submitted", format!("submitted by {} to {} with priority {}", row.submitter, row.queue.as_deref().unwrap_or("?"), row.priority)),
+        _ => {
+            let alias = row.spec.submission_id.as_deref().map(|s| format!(" as submission {s}")).unwrap_or_default();
+            ("submitted", format!("submitted by {}{alias} to {} with priority {}", row.submitter, row.queue.as_deref().unwrap_or("?"), row.priority))
+        }
     };
     NewEvent {
         at_us: row.submitted_at_us,

@@ -54,7 +54,7 @@ use std::time::{Duration, Instant};
 use app::jobs::{FlavorUse, JobState};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::backends::{Adopted, Backend, BackendError, Exit, Outcome, Registry, RunId, StartSpec};
+use crate::backends::{Adopted, Backend, BackendError, Exit, Outcome, PackageFile, Registry, RunId, StartSpec};
 use crate::clock::Clock;
 use crate::store::jobs::{JobRow, JobStore, NewEvent, NewSample};
 use crate::engine::quick::{fifo_rank, Cut, FifoRank};

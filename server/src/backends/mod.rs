@@ -64,6 +64,25 @@ pub struct StartSpec {
     pub selector_labels: BTreeMap<String, String>,
     /// Strings for the backend's own bookkeeping (queue, flavor, submitter…).
     pub metadata: BTreeMap<String, String>,
+    /// The uploaded packages `working_dir` and `runtime_env.py_modules` name, with the file
+    /// holding each (see `store::packages`).
+    pub packages: Vec<PackageFile>,
+}
+
+/// A package a run uses, uploaded to Berth.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageFile {
+    /// As the job names it: `gcs://_ray_pkg_<hex>.zip`.
+    pub uri: String,
+    /// The zip archive.
+    pub path: std::path::PathBuf,
+}
+
+impl StartSpec {
+    /// The archive of package `uri`, if the run uses it.
+    pub fn package(&self, uri: &str) -> Option<&PackageFile> {
+        self.packages.iter().find(|p| p.uri == uri)
+    }
 }
 
 /// How a run ended, as the backend saw it.
@@ -153,6 +172,10 @@ pub trait Backend: Send + Sync + 'static {
     }
     /// What the backend's own monitoring reports in use, if it has any.
     fn reported(&self) -> Option<Reported> {
+        None
+    }
+    /// Why it cannot run a job with this `runtime_env` (`runtime_env.pip: …`), if it cannot.
+    fn refuses(&self, _runtime_env: &app::jobs::RuntimeEnv) -> Option<String> {
         None
     }
 }

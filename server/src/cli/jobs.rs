@@ -71,6 +71,10 @@ pub enum JobsCommand {
 pub struct SubmitArgs {
     #[arg(long)]
     name: Option<String>,
+    /// Your own id for the job, unique (Ray's `submission_id`): it can be read and stopped
+    /// by it, here and through Ray's job API.
+    #[arg(long)]
+    submission_id: Option<String>,
     #[arg(long)]
     cpu: Option<f64>,
     #[arg(long)]
@@ -239,6 +243,7 @@ fn submit_request(args: &SubmitArgs) -> Result<JobRequest> {
     };
     Ok(JobRequest {
         name: args.name.clone(),
+        submission_id: args.submission_id.clone(),
         entrypoint,
         runtime_env: app::jobs::RuntimeEnv { working_dir: workdir, env_vars: pairs("--env", &args.env)?, other: Default::default() },
         labels: pairs("--label", &args.labels)?,
@@ -312,6 +317,9 @@ fn truncate(s: &str, n: usize) -> String {
 fn print_job(j: &Job) {
     let line = |k: &str, v: String| println!("{k:<13} {v}");
     line("id", j.id.clone());
+    if let Some(s) = &j.submission_id {
+        line("submission id", s.clone());
+    }
     line("name", j.name.clone());
     line("state", j.state.as_str().to_string());
     if let Some(p) = j.position {

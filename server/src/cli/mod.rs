@@ -235,6 +235,13 @@ pub struct ServeArgs {
     /// set for requests that arrive with `X-Forwarded-Proto: https`).
     #[arg(long)]
     pub secure_cookies: bool,
+    /// Largest package (a `ray job submit --working-dir` upload) accepted, in MiB.
+    #[arg(long, default_value_t = 100)]
+    pub package_max_mb: u64,
+    /// Hours an uploaded package is kept after it was last used, unless an unfinished job
+    /// names it.
+    #[arg(long, default_value_t = 24)]
+    pub package_keep_hours: u64,
 }
 
 /// Output format of read commands.

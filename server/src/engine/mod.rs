@@ -113,7 +113,7 @@ pub use compile::{compile, CompileError, Compiled, QuotaCell, DEFAULT_QUEUE};
 pub use cycle::schedule;
 pub use plan::{Admission, Borrowed, Cause, PendingInfo, Plan, Preemption, Victim};
 pub use resources::{Milli, Name, Resources};
-pub use route::{bounded_priority, check_submittable, route, Rejection, Routed};
+pub use route::{bounded_priority, check_submittable, nodes_that_hold, route, Rejection, Routed};
 pub use snapshot::{FlavorAssignment, InFlightLimit, Node, PendingJob, RunningJob, Snapshot};
 
 pub use app::config::Labels;

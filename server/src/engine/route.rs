@@ -103,6 +103,12 @@ fn describe_labels(labels: &Labels) -> String {
 /// reason names the biggest such node and its numbers). A request above the queue's quota
 /// is *not* rejected: quotas change with config applies, so it waits with a reason.
 pub fn check_submittable(c: &Compiled, nodes: &[Node], queue: &str, request: &Resources) -> Result<(), Rejection> {
+    nodes_that_hold(c, nodes, queue, request).map(|_| ())
+}
+
+/// The nodes that could ever hold `request` in `queue` (matching one flavor of each resource
+/// group it touches, with the capacity); the rejection of [`check_submittable`] when none.
+pub fn nodes_that_hold<'a>(c: &Compiled, nodes: &'a [Node], queue: &str, request: &Resources) -> Result<Vec<&'a Node>, Rejection> {
     if request.is_empty() {
         return Err(reject("must request at least one resource"));
     }
@@ -135,11 +141,12 @@ pub fn check_submittable(c: &Compiled, nodes: &[Node], queue: &str, request: &Re
         })
     };
     let holds = |n: &Node| request.iter().all(|(r, a)| n.capacity.get(r) >= a);
+    let holding: Vec<&Node> = nodes.iter().filter(|n| eligible(n) && holds(n)).collect();
+    if !holding.is_empty() {
+        return Ok(holding);
+    }
     let mut biggest: Option<(&Node, i64)> = None;
     for n in nodes.iter().filter(|n| eligible(n)) {
-        if holds(n) {
-            return Ok(());
-        }
         // How much of the request the node could hold, in millionths per resource.
         let score = request
             .iter()

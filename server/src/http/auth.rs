@@ -68,7 +68,7 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     let path = req.uri().path().to_string();
     let caller = match find_caller(&state, req.headers()).await {
         Ok(caller) => caller,
-        Err(e) => return secure(e.into_response(), None),
+        Err(e) => return secure(refusal(&path, e), None),
     };
     let cross = cross_site(req.headers());
     if cross == Some(true) && cookie(req.headers(), CLI_TOKEN_COOKIE).is_some() && req.headers().get(AUTHORIZATION).is_none() {
@@ -96,8 +96,11 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
         }
         None if is_public(&path) => {}
         None if is_api(&path) || changes_state => {
-            let e = ApiError::unauthorized("sign in, or send an API token as `Authorization: Bearer …` (or as the `cli_token` cookie)");
-            return secure(e.into_response(), None);
+            let e = match super::ray_api::is_ray_path(&path) {
+                true => ApiError::unauthorized("no API token was sent"),
+                false => ApiError::unauthorized("sign in, or send an API token as `Authorization: Bearer …` (or as the `cli_token` cookie)"),
+            };
+            return secure(refusal(&path, e), None);
         }
         None => {
             let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
@@ -110,18 +113,30 @@ pub async fn authenticate(State(state): State<AppState>, mut req: Request, next:
     secure(next.run(req).await, Some(&nonce))
 }
 
+/// A refusal in the shape the path's clients read: Ray's API answers in plain text, saying
+/// how Ray's client sends a token.
+fn refusal(path: &str, e: ApiError) -> Response {
+    if !super::ray_api::is_ray_path(path) {
+        return e.into_response();
+    }
+    let how = "Send a Berth API token: RAY_JOB_HEADERS='{\"Authorization\": \"Bearer <token>\"}' for the ray CLI, \
+               or JobSubmissionClient(address, headers={\"Authorization\": \"Bearer <token>\"})";
+    let message = if e.status == StatusCode::UNAUTHORIZED { format!("Berth: {}. {how}", e.message) } else { e.message };
+    super::ray_api::RayError(ApiError { message, ..e }).into_response()
+}
+
 /// The `anyscale` SDK's cookie: an API token, looked up like `Authorization: Bearer`.
 pub const CLI_TOKEN_COOKIE: &str = "cli_token";
 
-/// The caller the request's credentials name: the bearer token, else the `cli_token`
-/// cookie, else the session cookie. An invalid token is an error, a stale session cookie is
-/// just no session.
+/// The caller the request's credentials name: the bearer token (Ray's proxies send it as
+/// `X-Ray-Authorization`), else the `cli_token` cookie, else the session cookie. An invalid
+/// token is an error, a stale session cookie is just no session.
 async fn find_caller(state: &AppState, headers: &HeaderMap) -> Result<Option<Caller>, ApiError> {
     let internal = |e: sqlx::Error| {
         tracing::error!(error = %e, "auth store failure");
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
     };
-    let bearer = match headers.get(AUTHORIZATION) {
+    let bearer = match headers.get(AUTHORIZATION).or_else(|| headers.get("x-ray-authorization")) {
         Some(value) => Some(
             value
                 .to_str()

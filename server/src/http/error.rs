@@ -9,6 +9,7 @@ use serde_json::json;
 use crate::services::auth::{AuthError, Denied};
 use crate::services::preview::PreviewError;
 use crate::services::jobs::RuntimeError;
+use crate::services::packages::PackageError;
 use crate::services::config::ServiceError;
 use crate::store::config::StoreError;
 
@@ -113,6 +114,22 @@ impl From<AuthError> for ApiError {
             e @ AuthError::NotFound(_) => ApiError::not_found(e.to_string()),
             AuthError::Db(e) => {
                 tracing::error!(error = %e, "auth store failure");
+                ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
+            }
+        }
+    }
+}
+
+impl From<PackageError> for ApiError {
+    fn from(err: PackageError) -> Self {
+        let message = err.to_string();
+        match err {
+            PackageError::Invalid(_) => ApiError::bad_request(message),
+            PackageError::TooLarge { .. } => ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message),
+            PackageError::Forbidden(denied) => denied.into(),
+            PackageError::Conflict(_) => ApiError::new(StatusCode::CONFLICT, "conflict", message),
+            PackageError::Store(e) => {
+                tracing::error!(error = %e, "package store failure");
                 ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "internal error; see the server log")
             }
         }

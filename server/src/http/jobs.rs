@@ -17,6 +17,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::body::{Params, PathText, RawBody};
+use super::follow::{Follower, Growth};
+use futures_util::StreamExt;
 use super::error::ApiError;
 use crate::services::auth::Caller;
 use crate::backends::Stream;
@@ -174,40 +176,25 @@ async fn logs(State(state): State<AppState>, PathText(id): PathText, params: Par
     }
     let follow = matches!(params.get("follow"), Some("true" | "1" | ""));
     let tail_bytes = Some(tail.map_or(MAX_LOG, |lines| tail_bytes(lines as u64)));
-    let (bytes, job_state) = state.runtime.logs(&id, stream, tail_bytes).await?;
+    let read = state.runtime.read_log(&id, stream, tail_bytes).await?;
     let first = match tail {
-        Some(lines) => last_lines(&bytes, lines as usize).to_vec(),
-        None => bytes.clone(),
+        Some(lines) => last_lines(&read.bytes, lines as usize).to_vec(),
+        None => read.bytes.clone(),
     };
     let text_plain = [(CONTENT_TYPE, "text/plain; charset=utf-8")];
-    if !follow || job_state.is_terminal() {
+    if !follow || read.state.is_terminal() {
         return Ok((text_plain, first).into_response());
     }
-    // Follow: poll the log and send what was appended, until the job ends (then one last read).
-    let runtime = state.runtime.clone();
-    let seen = bytes.len();
-    let init = (runtime, id, Some(first), seen, false);
-    let body = futures_util::stream::unfold(init, move |(runtime, id, pending, seen, done)| async move {
-        if let Some(chunk) = pending {
-            return Some((Ok::<_, std::io::Error>(chunk), (runtime, id, None, seen, done)));
-        }
-        if done {
-            return None;
-        }
-        loop {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            let (bytes, state) = match runtime.logs(&id, stream, Some(MAX_LOG)).await {
-                Ok(x) => x,
-                Err(_) => return None,
-            };
-            let ended = state.is_terminal();
-            // A rotated log is shorter than what was seen: start over from its beginning.
-            let new = if bytes.len() >= seen { bytes[seen..].to_vec() } else { bytes.clone() };
-            if !new.is_empty() || ended {
-                return Some((Ok(new), (runtime, id, None, bytes.len(), ended)));
-            }
-        }
+    // Follow: send what is appended, until the job ends.
+    let follower = Follower::new(state.runtime.clone(), id, vec![(stream, read.bytes.len())], read.run);
+    let rest = futures_util::stream::unfold(follower, |mut f| async move {
+        let bytes: Vec<u8> = f.next().await?.into_iter().flat_map(|g| match g {
+            Growth::Bytes(b) => b,
+            Growth::NewRun(_) => Vec::new(),
+        }).collect();
+        Some((Ok::<_, std::io::Error>(bytes), f))
     });
+    let body = futures_util::stream::once(async { Ok(first) }).chain(rest);
     Ok((text_plain, Body::from_stream(body)).into_response())
 }
 

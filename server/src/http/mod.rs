@@ -1,5 +1,5 @@
 //! The HTTP surface: the REST API under `/api/v1`, the Anyscale scheduler API under
-//! `/api/v2` (`anyscale`), health checks, and the dashboard.
+//! `/api/v2` (`anyscale`), Ray's job API (`ray_api`), health checks, and the dashboard.
 //!
 //! [`router`] builds the whole thing so tests can drive it in-process with `oneshot`.
 
@@ -9,10 +9,12 @@ pub mod body;
 pub mod config;
 pub mod dashboard;
 pub mod error;
+pub mod follow;
 pub mod identity;
 pub mod jobs;
 pub mod openapi;
 pub mod preview;
+pub mod ray_api;
 pub mod stream;
 
 use std::time::Duration;
@@ -44,6 +46,7 @@ pub(crate) fn api_routes(state: AppState) -> Router {
         .nest("/api/v1", v1)
         .nest("/api/v2", v2)
         .merge(jobs::mlumina_routes())
+        .merge(ray_api::routes())
         .merge(auth::session_routes())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))

@@ -28,12 +28,14 @@ use crate::services::auth::Caller;
 use crate::store::auth::AuditRecord;
 use crate::engine::{self, Compiled, InFlightLimit, Node};
 use crate::services::config::ConfigService;
+use crate::services::packages::{PackageError, Packages};
 
-/// Refuses a working dir outside the allowed roots.
+/// Refuses a working dir outside the allowed roots (a package or remote URI is no path on
+/// this host).
 fn check_workdir(settings: &Settings, req: &JobRequest) -> Result<(), RuntimeError> {
     match &req.runtime_env.working_dir {
-        Some(dir) => request::workdir_allowed(&settings.workdir_roots, dir).map_err(RuntimeError::Invalid),
-        None => Ok(()),
+        Some(dir) if !app::request::is_uri(dir) => request::workdir_allowed(&settings.workdir_roots, dir).map_err(RuntimeError::Invalid),
+        _ => Ok(()),
     }
 }
 
@@ -75,10 +77,21 @@ impl From<LoopError> for RuntimeError {
     }
 }
 
+impl From<PackageError> for RuntimeError {
+    fn from(e: PackageError) -> Self {
+        match e {
+            PackageError::Forbidden(d) => RuntimeError::Forbidden(d),
+            PackageError::Store(m) => RuntimeError::Store(m),
+            other => RuntimeError::Invalid(other.to_string()),
+        }
+    }
+}
+
 impl From<store::JobStoreError> for RuntimeError {
     fn from(e: store::JobStoreError) -> Self {
         match e {
             store::JobStoreError::NotFound(id) => RuntimeError::NotFound(id),
+            e @ store::JobStoreError::DuplicateSubmission(_) => RuntimeError::Invalid(format!("submission_id: {e}")),
             other => RuntimeError::Store(other.to_string()),
         }
     }
@@ -93,7 +106,7 @@ pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], mut req: JobRe
         req.resources.cpu = Some(1.0);
     }
     let request = request::check(&req).map_err(RuntimeError::Invalid)?;
-    let name = req.name.take().unwrap_or_else(|| request::default_name(&req.entrypoint));
+    let name = req.name.take().or_else(|| req.submission_id.clone()).unwrap_or_else(|| request::default_name(&req.entrypoint));
     let priority = req.priority.unwrap_or(0);
     let mut row = JobRow { stage_id: stage.map(str::to_string), ..JobRow::submitted(new_id("j"), name, submitter.to_string(), req, priority, version, now) };
     let routed = engine::route(compiled, &row.spec.labels, row.spec.priority)
@@ -117,6 +130,15 @@ pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], mut req: JobRe
     Ok(row)
 }
 
+/// A read of a job's log: the bytes of its latest run, which run that is, and the job's state.
+#[derive(Debug, Clone)]
+pub struct LogRead {
+    pub bytes: Vec<u8>,
+    pub state: JobState,
+    /// 0 before its first start.
+    pub run: i64,
+}
+
 /// The handle the API and the dashboard use.
 #[derive(Clone)]
 pub struct Runtime {
@@ -128,6 +150,7 @@ pub struct Runtime {
     backends: Registry,
     settings: Settings,
     config: Arc<ConfigService>,
+    packages: Arc<Packages>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -145,6 +168,7 @@ impl Runtime {
         backends: Registry,
         exits: mpsc::UnboundedReceiver<backend::Exit>,
         settings: Settings,
+        packages: Arc<Packages>,
     ) -> anyhow::Result<Runtime> {
         let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
         let (tx, rx) = mpsc::unbounded_channel();
@@ -153,7 +177,7 @@ impl Runtime {
         tokio::spawn(lp.run());
         let (submits, submit_rx) = mpsc::unbounded_channel();
         tokio::spawn(write_submissions(store.clone(), tx.clone(), submit_rx));
-        Ok(Runtime { cmds: tx, submits, shared, store, backends, settings, config })
+        Ok(Runtime { cmds: tx, submits, shared, store, backends, settings, config, packages })
     }
 
     pub fn store(&self) -> &JobStore {
@@ -182,7 +206,17 @@ impl Runtime {
     pub async fn submit(&self, req: JobRequest, caller: &Caller) -> Result<Job, RuntimeError> {
         caller.require(Role::Submitter, "submitting jobs")?;
         check_workdir(&self.settings, &req)?;
+        if let Some(id) = &req.submission_id {
+            // The common case; the unique index catches a race between two such submissions.
+            if self.store.submission_taken(id).await? {
+                return Err(store::JobStoreError::DuplicateSubmission(id.clone()).into());
+            }
+        }
         let row = self.prepare(req, &caller.user, None)?;
+        if row.state != JobState::Rejected {
+            self.check_runtime_env(&row)?;
+            self.packages.require(&row.spec).await?;
+        }
         let job = row.to_job();
         let (reply, stored) = oneshot::channel();
         self.submits.send(Submission { row, reply }).map_err(|_| RuntimeError::Stopped)?;
@@ -224,10 +258,16 @@ impl Runtime {
             if let Some(t) = p.timeout_sec {
                 job.timeout_s = t;
             }
-            let row = check_workdir(&self.settings, &job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(|e| match e {
+            let prefix = |e: RuntimeError| match e {
                 RuntimeError::Invalid(m) => RuntimeError::Invalid(format!("jobs[{i}].{m}")),
                 other => other,
-            })?;
+            };
+            if job.submission_id.is_some() {
+                return Err(prefix(RuntimeError::Invalid("submission_id: not taken in a stage (its jobs are named by the stage)".into())));
+            }
+            let row = check_workdir(&self.settings, &job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(prefix)?;
+            self.check_runtime_env(&row).map_err(prefix)?;
+            self.packages.require(&row.spec).await.map_err(|e| prefix(e.into()))?;
             if row.state == JobState::Rejected {
                 rejected.push(StageRejection { index: i, job_id: row.id.clone(), reason: row.reason.clone().unwrap_or_default() });
             }
@@ -241,6 +281,26 @@ impl Runtime {
         self.cmds.send(Cmd::Stage { id: stage_id.clone(), max_concurrent: req.parallelism.max_concurrent }).map_err(|_| RuntimeError::Stopped)?;
         self.cmds.send(Cmd::Enqueue(pending)).map_err(|_| RuntimeError::Stopped)?;
         Ok(StageCreated { stage_id, job_ids, rejected })
+    }
+
+    /// Refuses a job whose `runtime_env` no backend it could run on can honour (`pip` when
+    /// its queue's flavors select only local nodes), with that backend's reason.
+    fn check_runtime_env(&self, row: &JobRow) -> Result<(), RuntimeError> {
+        let env = &row.spec.runtime_env;
+        let plain = env.other.is_empty() && !env.working_dir.as_deref().is_some_and(app::request::is_uri);
+        let (Some(queue), false) = (&row.queue, plain || row.state == JobState::Rejected) else { return Ok(()) };
+        let (compiled, _, nodes) = self.shared();
+        let request = request::check(&row.spec).map_err(RuntimeError::Invalid)?;
+        let Ok(holding) = engine::nodes_that_hold(&compiled, &nodes, queue, &request) else { return Ok(()) };
+        let mut backends: Vec<&str> = holding.iter().map(|n| &*n.backend).collect();
+        backends.sort_unstable();
+        backends.dedup();
+        // `None` as soon as one of them takes it.
+        let refusals: Option<Vec<String>> = backends.iter().map(|b| self.backends.get(b).and_then(|b| b.refuses(env))).collect();
+        match refusals.and_then(|r| r.into_iter().next()) {
+            Some(why) => Err(RuntimeError::Invalid(format!("{why}; no node of queue {queue}'s flavors offers another backend"))),
+            None => Ok(()),
+        }
     }
 
     /// A job row ready to store under the config in force (see [`prepare`]).
@@ -264,12 +324,12 @@ impl Runtime {
         Ok(rx.await.map_err(|_| RuntimeError::Stopped)??.to_job())
     }
 
-    /// Cancels a pending or running job (running: its process tree is stopped). Only its
-    /// submitter or an admin may.
-    pub async fn cancel(&self, id: &str, caller: &Caller) -> Result<Job, RuntimeError> {
-        let owner = self.store.get(id).await?.submitter;
+    /// Cancels a pending or running job (running: its process tree is stopped), named by its
+    /// id or submission id. Only its submitter or an admin may.
+    pub async fn cancel(&self, reference: &str, caller: &Caller) -> Result<Job, RuntimeError> {
+        let row = self.store.find(reference, false).await?;
+        let (id, owner) = (row.id, row.submitter);
         caller.require_owner(&owner, "cancelling a job")?;
-        let id = id.to_string();
         let by = caller.user.clone();
         let job = match self.call(|reply| Cmd::Cancel { id: id.clone(), by, reply }).await {
             Err(RuntimeError::NotLive(_)) => Err(self.not_live(&id).await),
@@ -282,10 +342,10 @@ impl Runtime {
 
     /// Changes a job's priority, within the bounds of the rule that routed it. Only its
     /// submitter or an admin may.
-    pub async fn set_priority(&self, id: &str, priority: i64, caller: &Caller) -> Result<Job, RuntimeError> {
-        let before = self.store.get(id).await?;
+    pub async fn set_priority(&self, reference: &str, priority: i64, caller: &Caller) -> Result<Job, RuntimeError> {
+        let before = self.store.find(reference, false).await?;
         caller.require_owner(&before.submitter, "changing a job's priority")?;
-        let id = id.to_string();
+        let id = before.id.clone();
         let by = caller.user.clone();
         let job = match self.call(|reply| Cmd::Priority { id: id.clone(), priority, by, reply }).await {
             Err(RuntimeError::NotLive(_)) => Err(self.not_live(&id).await),
@@ -317,9 +377,32 @@ impl Runtime {
         }
     }
 
-    /// One job with its history and, while it waits, its position and reason.
-    pub async fn job(&self, id: &str) -> Result<Job, RuntimeError> {
-        let row = self.store.get(id).await?;
+    /// One job, by its id or submission id, with its history and, while it waits, its
+    /// position and reason.
+    pub async fn job(&self, reference: &str) -> Result<Job, RuntimeError> {
+        self.detail(self.store.find(reference, false).await?).await
+    }
+
+    /// [`Runtime::job`] as Ray's API sees jobs: one it deleted is not found.
+    pub async fn ray_job(&self, reference: &str) -> Result<Job, RuntimeError> {
+        self.detail(self.store.find(reference, true).await?).await
+    }
+
+    /// Takes an ended job out of Ray's API's view (Ray's `DELETE /api/jobs/{id}`); Berth
+    /// keeps it in its own history. Only its submitter or an admin may. False when the job
+    /// was already deleted so.
+    pub async fn delete_from_ray_view(&self, reference: &str, caller: &Caller) -> Result<bool, RuntimeError> {
+        let row = self.store.find(reference, true).await?;
+        caller.require_owner(&row.submitter, "deleting a job")?;
+        if !row.state.is_terminal() {
+            return Err(RuntimeError::Invalid(format!("job {reference} is {}, not finished: stop it first", row.state)));
+        }
+        Ok(self.store.delete_from_ray_view(&row.id, now_us()).await?)
+    }
+
+    /// A stored job with its history and, while it waits, its position and reason.
+    async fn detail(&self, row: JobRow) -> Result<Job, RuntimeError> {
+        let id = row.id.clone();
         let mut job = row.to_job();
         if job.state == JobState::Pending {
             let key = id.to_string();
@@ -328,7 +411,7 @@ impl Runtime {
                 job.reason = Some(why.to_string());
             }
         }
-        let filter = EventFilter { job_id: Some(id.to_string()), ..Default::default() };
+        let filter = EventFilter { job_id: Some(id), ..Default::default() };
         job.history = self.store.events(&filter, None, app::api::MAX_PAGE).await?.0;
         Ok(job)
     }
@@ -350,11 +433,16 @@ impl Runtime {
         Ok(page)
     }
 
-    /// The log of a job's latest run.
-    pub async fn logs(&self, id: &str, stream: Stream, tail: Option<u64>) -> Result<(Vec<u8>, JobState), RuntimeError> {
-        let row = self.store.get(id).await?;
+    /// The log of a job's latest run (named by its id or submission id).
+    pub async fn logs(&self, reference: &str, stream: Stream, tail: Option<u64>) -> Result<(Vec<u8>, JobState), RuntimeError> {
+        self.read_log(reference, stream, tail).await.map(|r| (r.bytes, r.state))
+    }
+
+    /// [`Runtime::logs`], saying which run the log is of.
+    pub async fn read_log(&self, reference: &str, stream: Stream, tail: Option<u64>) -> Result<LogRead, RuntimeError> {
+        let row = self.store.find(reference, false).await?;
         if row.runs == 0 {
-            return Ok((Vec::new(), row.state));
+            return Ok(LogRead { bytes: Vec::new(), state: row.state, run: 0 });
         }
         let backend_name = row.backend.clone().or_else(|| self.last_backend(&row)).unwrap_or_else(|| "local".into());
         let Some(backend) = self.backends.get(&backend_name) else {
@@ -362,7 +450,7 @@ impl Runtime {
         };
         let run = RunId { job: row.id.as_str().into(), run: row.runs };
         let bytes = backend.logs(run, stream, tail).await.map_err(|e| RuntimeError::Backend(e.to_string()))?;
-        Ok((bytes, row.state))
+        Ok(LogRead { bytes, state: row.state, run: row.runs })
     }
 
     /// A finished job keeps its backend column; a requeued one lost it — fall back to the

@@ -5,6 +5,7 @@
 pub mod auth;
 pub mod config;
 pub mod jobs;
+pub mod packages;
 pub mod preview;
 pub mod request;
 pub mod views;

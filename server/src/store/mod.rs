@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod config;
 pub mod jobs;
+pub mod packages;
 
 use std::str::FromStr;
 

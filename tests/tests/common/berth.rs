@@ -33,7 +33,7 @@ pub struct Berth {
     pub http: reqwest::Client,
     args: Vec<String>,
     /// The first admin token's secret (`BERTH_ADMIN_TOKEN`) when authentication is on.
-    admin_token: Option<String>,
+    pub admin_token: Option<String>,
 }
 
 impl Berth {

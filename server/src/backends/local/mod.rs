@@ -32,6 +32,7 @@
 
 mod journal;
 mod logs;
+mod packages;
 mod procs;
 mod spares;
 #[cfg(test)]
@@ -376,8 +377,20 @@ impl Backend for LocalBackend {
         }]
     }
 
+    /// At once, unless the run has packages to unpack first.
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {
-        Box::pin(async move { self.start_run(spec) })
+        Box::pin(async move {
+            let env = app::jobs::RuntimeEnv { working_dir: spec.working_dir.clone(), env_vars: Default::default(), other: spec.runtime_env.clone() };
+            if let Some(why) = packages::refusal(&env) {
+                return Err(BackendError::Failed(why));
+            }
+            let spec = if spec.packages.is_empty() { spec } else { self.unpack(spec, env).await? };
+            self.start_run(spec)
+        })
+    }
+
+    fn refuses(&self, runtime_env: &app::jobs::RuntimeEnv) -> Option<String> {
+        packages::refusal(runtime_env)
     }
 
     /// The journal, not the handle, names the process: it carries the start time.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use super::*;
+use crate::backends::PackageFile;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("berth-local-{}-{name}", std::process::id()));
@@ -36,6 +37,7 @@ fn spec(job: &str, entrypoint: &str) -> StartSpec {
         flavors: Vec::new(),
         selector_labels: BTreeMap::new(),
         metadata: BTreeMap::new(),
+        packages: Vec::new(),
     }
 }
 
@@ -380,4 +382,34 @@ async fn runs_of_the_old_layout_are_adopted_and_their_logs_read() {
     child.wait().expect("sleep ends");
     let exit = next_exit(&mut rx).await;
     assert!(matches!(exit.outcome, Outcome::Failed(_)), "no exit file: {:?}", exit.outcome);
+}
+
+#[tokio::test]
+async fn a_working_dir_package_is_unpacked_into_the_run_and_py_modules_go_on_the_path() {
+    let (b, mut rx) = backend(config("packages"));
+    let dir = temp_dir("packages-files");
+    let work = dir.join("work.zip");
+    fs::write(&work, crate::zipfile::tests::archive(&[("data.txt", b"from the package\n", true), ("run.sh", b"cat data.txt\n", false)])).unwrap();
+    let module = dir.join("module.zip");
+    fs::write(&module, crate::zipfile::tests::archive(&[("greet/", b"", false), ("greet/__init__.py", b"HELLO = 1\n", false)])).unwrap();
+    let mut s = spec("pkg", "./run.sh; echo \"$PYTHONPATH\"; pwd");
+    s.working_dir = Some("gcs://_ray_pkg_01.zip".into());
+    s.runtime_env.insert("py_modules".into(), serde_json::json!(["gcs://_ray_pkg_02.zip"]));
+    s.packages = vec![
+        PackageFile { uri: "gcs://_ray_pkg_01.zip".into(), path: work },
+        PackageFile { uri: "gcs://_ray_pkg_02.zip".into(), path: module },
+    ];
+    b.start(s).await.expect("start");
+    assert_eq!(next_exit(&mut rx).await.outcome, Outcome::Exited(0));
+    let out = stdout(&b, "pkg", None).await;
+    let run_dir = b.work_dir(&RunId { job: "pkg".into(), run: 1 });
+    let modules = b.runs_dir().join("pkg-r1.py_modules").join("_ray_pkg_02");
+    assert_eq!(out, format!("from the package\n{}\n{}\n", modules.display(), run_dir.display()), "{out}");
+    assert!(modules.join("greet/__init__.py").is_file());
+
+    // What a plain process cannot give fails the start, naming the key.
+    let mut s = spec("pip", "true");
+    s.runtime_env.insert("pip".into(), serde_json::json!(["requests"]));
+    let err = b.start(s).await.unwrap_err();
+    assert!(err.to_string().starts_with("runtime_env.pip:"), "{err}");
 }

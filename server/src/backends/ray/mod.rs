@@ -69,6 +69,10 @@ const FIRST_POLL: Duration = Duration::from_millis(500);
 /// Status requests in flight at once.
 const POLL_CONCURRENCY: usize = 8;
 
+/// How long a package Ray was seen to have is taken as still there without asking again.
+/// Ray keeps a package at least 10 minutes after a check (its URI pin), so half of that.
+const PACKAGE_SEEN: Duration = Duration::from_secs(300);
+
 /// One Ray cluster.
 #[derive(Clone)]
 pub struct RayConfig {
@@ -177,6 +181,9 @@ pub struct RayBackend {
     watched: Mutex<HashMap<String, Watch>>,
     /// Ended runs (submission id, Ray's final record) to save and delete from Ray.
     to_keep: UnboundedSender<(String, Value)>,
+    /// Packages the cluster has, by URI, with when that was last checked; forgotten when
+    /// Ray stops answering (a restarted Ray has none).
+    packages_seen: Mutex<HashMap<String, Instant>>,
 }
 
 impl std::fmt::Debug for RayBackend {
@@ -227,6 +234,7 @@ impl RayBackend {
             unreachable: Mutex::new(None),
             watched: Mutex::default(),
             to_keep,
+            packages_seen: Mutex::default(),
         });
         tokio::spawn(nodes_task(Arc::downgrade(&backend)));
         tokio::spawn(status_task(Arc::downgrade(&backend)));
@@ -262,6 +270,7 @@ impl RayBackend {
             }
             Err(f) => {
                 let why = self.describe(&f);
+                self.lock_packages_seen().clear();
                 let was = self.lock_unreachable().replace(why.clone());
                 if was.is_none() {
                     tracing::warn!(backend = %self.cfg.name, error = %why, "Ray node list unavailable; keeping the last known nodes");
@@ -281,6 +290,10 @@ impl RayBackend {
 
     fn lock_unreachable(&self) -> std::sync::MutexGuard<'_, Option<String>> {
         self.unreachable.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_packages_seen(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.packages_seen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_watched(&self) -> std::sync::MutexGuard<'_, HashMap<String, Watch>> {
@@ -332,6 +345,7 @@ impl RayBackend {
         if let Some(why) = self.lock_unreachable().clone() {
             return Err(BackendError::Unavailable(why));
         }
+        self.ensure_packages(&spec).await?;
         let body = submission(&spec, &self.real_label_keys());
         let (submitted_us, submitted) = (now_us(), Instant::now());
         match self.send(self.http.post(format!("{}/api/jobs/", self.base)).json(&body)).await {
@@ -347,6 +361,38 @@ impl RayBackend {
         self.lock_ledger().hold(key.clone(), spec.node.clone(), spec.resources.clone(), submitted_us);
         self.watch(&spec.run, submitted + FIRST_POLL);
         Ok(key)
+    }
+
+    /// Uploads each package the run uses that the cluster does not have, as Ray's own client
+    /// does before it submits: a `GET` of the package (which also pins it in Ray for a while),
+    /// then a `PUT` of the archive when that says 404. One checked lately is not asked about
+    /// again ([`PACKAGE_SEEN`]).
+    async fn ensure_packages(&self, spec: &StartSpec) -> Result<(), BackendError> {
+        for package in &spec.packages {
+            let Some(name) = package.uri.strip_prefix("gcs://") else { continue };
+            if self.lock_packages_seen().get(&package.uri).is_some_and(|at| at.elapsed() < PACKAGE_SEEN) {
+                continue;
+            }
+            let url = format!("{}/api/packages/gcs/{name}", self.base);
+            let failed = |f: Failure| match f {
+                f @ (Failure::Unreachable(_) | Failure::Status(502..=504, _)) => BackendError::Unavailable(self.describe(&f)),
+                f => BackendError::Failed(format!("uploading package {} to Ray: {}", package.uri, self.describe(&f))),
+            };
+            let checked = Instant::now();
+            match self.send(self.http.get(&url)).await {
+                Ok(_) => {}
+                Err(Failure::Status(404, _)) => {
+                    let bytes = tokio::fs::read(&package.path)
+                        .await
+                        .map_err(|e| BackendError::Failed(format!("reading package {} ({}): {e}", package.uri, package.path.display())))?;
+                    self.send(self.http.put(&url).body(bytes)).await.map_err(failed)?;
+                    tracing::debug!(backend = %self.cfg.name, package = %package.uri, "package uploaded to Ray");
+                }
+                Err(f) => return Err(failed(f)),
+            }
+            self.lock_packages_seen().insert(package.uri.clone(), checked);
+        }
+        Ok(())
     }
 
     /// Label keys some Ray node really has (a selector on any other key would leave the

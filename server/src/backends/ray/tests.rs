@@ -15,6 +15,7 @@ fn spec() -> StartSpec {
         flavors: vec![FlavorAssignment { flavor: "f".into(), resources: vec!["cpu".into()] }],
         selector_labels: BTreeMap::from([("pool".into(), "test".into()), ("backend".into(), "ray".into())]),
         metadata: BTreeMap::from([("queue".into(), "q".into())]),
+        packages: Vec::new(),
     }
 }
 

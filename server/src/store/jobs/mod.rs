@@ -28,6 +28,9 @@ use crate::store::{Db, DbKind};
 pub enum JobStoreError {
     #[error("job `{0}` does not exist")]
     NotFound(String),
+    /// Another job already has this submission id.
+    #[error("a job with submission_id `{0}` already exists")]
+    DuplicateSubmission(String),
     #[error("stored job `{id}` is unreadable: {message}")]
     Corrupt { id: String, message: String },
     #[error("database error: {0}")]
@@ -105,6 +108,7 @@ impl JobRow {
     pub fn to_job(&self) -> Job {
         Job {
             id: self.id.clone(),
+            submission_id: self.spec.submission_id.clone(),
             name: self.name.clone(),
             submitter: self.submitter.clone(),
             state: self.state,
@@ -139,6 +143,19 @@ impl JobRow {
     }
 }
 
+/// A unique violation on a submission id as [`JobStoreError::DuplicateSubmission`] naming the
+/// first of `jobs` whose id is already taken (the batch may hold several), else `e` as is.
+fn duplicate_submission(e: JobStoreError, jobs: &[JobRow]) -> JobStoreError {
+    let JobStoreError::Db(sqlx::Error::Database(db)) = &e else { return e };
+    if !db.is_unique_violation() || !db.message().contains("submission_id") {
+        return e;
+    }
+    match jobs.iter().find_map(|j| j.spec.submission_id.clone()) {
+        Some(id) => JobStoreError::DuplicateSubmission(id),
+        None => e,
+    }
+}
+
 /// An event to append.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NewEvent {
@@ -162,10 +179,12 @@ pub struct JobFilter {
     pub label: Option<(String, String)>,
     pub submitter: Option<String>,
     pub stage_id: Option<String>,
-    /// Case-insensitive substring of the id or the name.
+    /// Case-insensitive substring of the id, the name or the submission id.
     pub search: Option<String>,
     pub submitted_after_us: Option<i64>,
     pub submitted_before_us: Option<i64>,
+    /// Leave out jobs that Ray's API deleted from its view.
+    pub ray_visible: bool,
 }
 
 /// Filters of the event log; all given ones must hold.
@@ -326,7 +345,7 @@ impl JobStore {
                 .await?;
         }
         for chunk in jobs.chunks(ROWS_PER_INSERT) {
-            insert_jobs(&mut tx, self.db.kind, chunk).await?;
+            insert_jobs(&mut tx, self.db.kind, chunk).await.map_err(|e| duplicate_submission(e, jobs))?;
         }
         insert_events(&mut tx, self.db.kind, events).await?;
         tx.commit().await?;
@@ -439,6 +458,38 @@ impl JobStore {
         job_from_row(&row.ok_or_else(|| JobStoreError::NotFound(id.to_string()))?)
     }
 
+    /// The job `reference` names: by its id, else by its submission id. With `ray_visible`,
+    /// a job Ray's API deleted from its view is not found.
+    pub async fn find(&self, reference: &str, ray_visible: bool) -> Result<JobRow> {
+        let hidden = if ray_visible { " AND ray_deleted_at_us IS NULL" } else { "" };
+        // An id wins over another job's equal submission id.
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM jobs WHERE (id = $1 OR submission_id = $1){hidden} \
+             ORDER BY CASE WHEN id = $1 THEN 0 ELSE 1 END LIMIT 1"
+        );
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(reference).fetch_optional(&self.db.pool).await?;
+        job_from_row(&row.ok_or_else(|| JobStoreError::NotFound(reference.to_string()))?)
+    }
+
+    /// Whether a job with this submission id exists.
+    pub async fn submission_taken(&self, submission_id: &str) -> Result<bool> {
+        let row = sqlx::query("SELECT 1 FROM jobs WHERE submission_id = $1").bind(submission_id).fetch_optional(&self.db.pool).await?;
+        Ok(row.is_some())
+    }
+
+    /// Takes a job out of Ray's view (Ray's `DELETE /api/jobs/{id}`); Berth keeps it. False
+    /// when it already was.
+    pub async fn delete_from_ray_view(&self, id: &str, now_us: i64) -> Result<bool> {
+        let _turn = self.write_turn().await;
+        let done = sqlx::query("UPDATE jobs SET ray_deleted_at_us = $1 WHERE id = $2 AND ray_deleted_at_us IS NULL")
+            .bind(now_us)
+            .bind(id)
+            .execute(&self.db.pool)
+            .await?;
+        self.changed();
+        Ok(done.rows_affected() > 0)
+    }
+
     /// A page of jobs, newest first, older than the cursor (a `seq`).
     pub async fn list(&self, filter: &JobFilter, before_seq: Option<i64>, limit: i64) -> Result<JobPage> {
         let mut sql = Sql::new(format!("SELECT {JOB_COLUMNS} FROM jobs WHERE seq < ?"), Bind::I(before_seq.unwrap_or(i64::MAX)));
@@ -471,7 +522,11 @@ impl JobStore {
             };
             // A subquery on (seq, id, name) only, so it scans the narrow `jobs_search` index.
             sql.push(&format!(" AND seq IN (SELECT seq FROM jobs WHERE id {like} ? ESCAPE '\\'"), Bind::S(pattern.clone()));
-            sql.push(&format!(" OR name {like} ? ESCAPE '\\')"), Bind::S(pattern));
+            sql.push(&format!(" OR name {like} ? ESCAPE '\\'"), Bind::S(pattern.clone()));
+            sql.push(&format!(" OR submission_id {like} ? ESCAPE '\\')"), Bind::S(pattern));
+        }
+        if filter.ray_visible {
+            sql.text.push_str(" AND ray_deleted_at_us IS NULL");
         }
         if let Some((k, v)) = &filter.label {
             sql.push(" AND seq IN (SELECT job_seq FROM job_labels WHERE key = ?", Bind::S(k.clone()));

@@ -120,8 +120,8 @@ pub(super) async fn insert_jobs(tx: &mut AnyConnection, kind: DbKind, jobs: &[Jo
     }
     let sql = format!(
         "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
-         submitted_at_us, enqueued_at_us, updated_at_us, reason, runs, retries) VALUES {} RETURNING id, seq",
-        placeholders(kind, jobs.len(), 14, ", 0, 0")
+         submitted_at_us, enqueued_at_us, updated_at_us, reason, submission_id, runs, retries) VALUES {} RETURNING id, seq",
+        placeholders(kind, jobs.len(), 15, ", 0, 0")
     );
     // Only numbered placeholders are formatted in: the values are bound.
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
@@ -140,7 +140,8 @@ pub(super) async fn insert_jobs(tx: &mut AnyConnection, kind: DbKind, jobs: &[Jo
             .bind(job.submitted_at_us)
             .bind(job.enqueued_at_us)
             .bind(job.submitted_at_us)
-            .bind(job.reason.as_deref());
+            .bind(job.reason.as_deref())
+            .bind(job.spec.submission_id.as_deref());
     }
     if jobs.iter().all(|j| j.spec.labels.is_empty()) {
         query.execute(&mut *tx).await?;

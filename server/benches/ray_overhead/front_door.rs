@@ -1,0 +1,216 @@
+//! Ray's own client through Berth's Ray API vs straight to the head: `n` no-op jobs (1 CPU
+//! each, all with one working directory, which the client uploads once) submitted with
+//! `JobSubmissionClient.submit_job`, what `ray job submit` calls, from one Python process
+//! (a CLI process per job would measure Python's start-up, not the two servers).
+//!
+//! * **direct**: the client keeps as many jobs in flight as Berth does here (1-CPU jobs on the
+//!   node's CPUs) and polls each every 100 ms, submitting the next as one ends;
+//! * **berth**: the client submits every job to Berth at once (Berth holds them in its queue,
+//!   quota = the node's CPUs, and keeps that many on Ray) and polls the list every 100 ms.
+//!
+//! The two take turns in two rounds of `n/2` jobs (who goes first alternates), each round
+//! starting once Ray's report shows the cluster idle; times are sums over the rounds, from
+//! just before the first submission to the last end (Ray's `end_time` for direct, Berth's
+//! `finished_at` for Berth). Berth's added latency per job is what it adds around Ray's own
+//! handling: from its admission to Ray receiving the run, plus from Ray's end of the run to
+//! Berth marking the job ended; and the submit call's time, both ways.
+
+use super::*;
+
+/// The driver: `MODE URL N CAP WORKDIR TAG DEADLINE_S`; prints one JSON object.
+const DRIVER: &str = r#"
+import json, sys, time
+from ray.job_submission import JobSubmissionClient
+mode, url, n, cap, wd, tag, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5], sys.argv[6], float(sys.argv[7])
+c = JobSubmissionClient(url)
+final = ("SUCCEEDED", "FAILED", "STOPPED")
+submit_ms, status = [], {}
+def submit(i):
+    s = time.time()
+    sid = c.submit_job(entrypoint="true", submission_id=f"{tag}-{i}", runtime_env={"working_dir": wd}, entrypoint_num_cpus=1)
+    submit_ms.append((time.time() - s) * 1000)
+    return sid
+t0 = time.time() * 1000
+deadline = time.time() + limit
+if mode == "direct":
+    todo, open_ = list(range(n)), set()
+    while (todo or open_) and time.time() < deadline:
+        while todo and len(open_) < cap:
+            open_.add(submit(todo.pop(0)))
+        time.sleep(0.1)
+        for sid in list(open_):
+            st = c.get_job_status(sid).value
+            if st in final:
+                status[sid] = st
+                open_.discard(sid)
+else:
+    ids = {submit(i) for i in range(n)}
+    while len(status) < n and time.time() < deadline:
+        time.sleep(0.1)
+        for j in c.list_jobs():
+            if j.submission_id in ids and j.status.value in final:
+                status[j.submission_id] = j.status.value
+never = [f"{tag}-{i}" for i in range(n) if f"{tag}-{i}" not in status]
+for sid in never:
+    try:
+        c.stop_job(sid)
+    except Exception:
+        pass
+print(json.dumps({"t0": t0, "submit_ms": submit_ms, "status": status, "never": never}))
+"#;
+
+/// What one round of one runner gave.
+#[derive(Default)]
+struct Round {
+    /// From the first submission to the last end, in seconds.
+    wall: f64,
+    succeeded: usize,
+    never: usize,
+    submit_ms: Vec<f64>,
+    /// Berth's added latency per job (Berth rounds only), ms: from its admission to Ray
+    /// receiving the run, and from Ray's end of it to Berth's.
+    dispatch_ms: Vec<f64>,
+    completion_ms: Vec<f64>,
+}
+
+/// The Ray venv `.ci/ray.sh` installs.
+fn python() -> PathBuf {
+    let venv = std::env::var_os("BERTH_RAY_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/berth-ray-venv"));
+    venv.join("bin/python")
+}
+
+/// Runs the driver; its JSON. Killed (the round failing) past `limit` plus a minute.
+async fn drive(mode: &str, url: &str, n: usize, cap: usize, workdir: &Path, tag: &str, limit: Duration) -> Value {
+    let mut cmd = tokio::process::Command::new(python());
+    cmd.arg("-c").arg(DRIVER).args([mode, url, &n.to_string(), &cap.to_string(), &workdir.display().to_string(), tag, &limit.as_secs().to_string()]);
+    cmd.env("RAY_USAGE_STATS_ENABLED", "0").env_remove("RAY_ADDRESS").kill_on_drop(true);
+    let out = tokio::time::timeout(limit + Duration::from_secs(60), cmd.output()).await.expect("the driver ended within its limit").expect("the Ray venv's python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let last = stdout.lines().rev().find(|l| l.starts_with('{'));
+    serde_json::from_str(last.unwrap_or_else(|| panic!("driver {mode} printed no result: {}", String::from_utf8_lossy(&out.stderr)))).unwrap()
+}
+
+fn ms(v: &Value) -> Option<f64> {
+    time(v).map(|t| t.timestamp_micros() as f64 / 1000.0)
+}
+
+async fn direct_round(http: &reqwest::Client, url: &str, n: usize, cap: usize, workdir: &Path, tag: &str) -> Round {
+    let got = drive("direct", url, n, cap, workdir, tag, deadline_for(n, cap)).await;
+    let mut round = round_of(&got);
+    let mut last_end = 0.0f64;
+    for i in 0..n {
+        if let Ok(r) = http.get(format!("{url}/api/jobs/{tag}-{i}")).send().await {
+            let job: Value = r.json().await.unwrap_or(Value::Null);
+            last_end = last_end.max(job["end_time"].as_f64().unwrap_or(0.0));
+        }
+    }
+    round.wall = (last_end - got["t0"].as_f64().unwrap_or(0.0)) / 1000.0;
+    round
+}
+
+async fn berth_round(http: &reqwest::Client, url: &str, server: &Server, n: usize, cap: usize, workdir: &Path, tag: &str) -> Round {
+    let got = drive("berth", &server.url, n, cap, workdir, tag, deadline_for(n, cap)).await;
+    let mut round = round_of(&got);
+    let mut last_end = 0.0f64;
+    for i in 0..n {
+        let Ok(r) = server.http.get(format!("{}/api/v1/jobs/{tag}-{i}", server.url)).send().await else { continue };
+        let job: Value = r.json().await.unwrap_or(Value::Null);
+        let Some(finished) = ms(&job["finished_at"]) else { continue };
+        last_end = last_end.max(finished);
+        let Some(admitted) = ms(&job["admitted_at"]) else { continue };
+        let Ok(r) = http.get(format!("{url}/api/jobs/{}-r1", job["id"].as_str().unwrap_or_default())).send().await else { continue };
+        let on_ray: Value = r.json().await.unwrap_or(Value::Null);
+        if let (Some(received), Some(ended)) = (on_ray["start_time"].as_f64(), on_ray["end_time"].as_f64()) {
+            round.dispatch_ms.push((received - admitted).max(0.0));
+            round.completion_ms.push((finished - ended).max(0.0));
+        }
+    }
+    round.wall = (last_end - got["t0"].as_f64().unwrap_or(0.0)) / 1000.0;
+    round
+}
+
+fn round_of(got: &Value) -> Round {
+    Round {
+        succeeded: got["status"].as_object().map_or(0, |s| s.values().filter(|v| *v == "SUCCEEDED").count()),
+        never: got["never"].as_array().map_or(0, Vec::len),
+        submit_ms: got["submit_ms"].as_array().map(|a| a.iter().filter_map(Value::as_f64).collect()).unwrap_or_default(),
+        ..Round::default()
+    }
+}
+
+fn sorted(mut xs: Vec<f64>) -> Vec<f64> {
+    xs.sort_by(f64::total_cmp);
+    xs
+}
+
+pub async fn run(url: &str) {
+    let n = std::env::var("BERTH_BENCH_RAY_JOBS").ok().and_then(|v| v.parse::<usize>().ok()).filter(|&n| n >= 2).unwrap_or(if quick() { 10 } else { 100 });
+    let http = ray_client();
+    let cpus = super::head_cpus(&http, url).await;
+    let slots = (cpus as usize).clamp(1, BERTH_CAP);
+    // The head as it is (not restarted: other suites may share it); each round waits for it
+    // to be idle.
+    let mut args = berth_args(url);
+    args.push("--ray-keep-finished".into()); // so Ray's records of Berth's runs stay readable
+    let server = Server::start("ray-api", &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    server.apply(&one_queue(cpus as u32)).await;
+    let workdir = server.dir.join("workdir");
+    std::fs::create_dir_all(&workdir).unwrap();
+    std::fs::write(workdir.join("input.txt"), "the same working directory for every job\n").unwrap();
+
+    let pid = std::process::id();
+    let (mut direct, mut berth) = (Vec::new(), Vec::new());
+    let mut unsettled = 0;
+    for round in 0..2 {
+        let k = n / 2 + if round == 0 { n % 2 } else { 0 };
+        for who in if round == 0 { ["direct", "berth"] } else { ["berth", "direct"] } {
+            unsettled += usize::from(!settle(&http, url, &server).await);
+            let tag = format!("fd{pid}-{who}-{round}");
+            match who {
+                "direct" => direct.push(direct_round(&http, url, k, slots, &workdir, &tag).await),
+                _ => berth.push(berth_round(&http, url, &server, k, slots, &workdir, &tag).await),
+            }
+        }
+    }
+
+    let sum = |rs: &[Round], f: fn(&Round) -> f64| rs.iter().map(f).sum::<f64>();
+    let all = |rs: &[Round], f: fn(&Round) -> Vec<f64>| sorted(rs.iter().flat_map(f).collect());
+    println!("\n## Ray's job API: {n} no-op jobs with a working dir, Ray's JobSubmissionClient straight to the {cpus}-CPU head vs through Berth ({slots} in flight)");
+    println!("{:<10} | {:>9} | {:>9} | {:>12} | {:>12} | never ended", "runner", "time", "succeeded", "submit p50", "submit p99");
+    println!("{}", "-".repeat(76));
+    for (name, rs) in [("direct", &direct), ("berth", &berth)] {
+        let submit = all(rs, |r| r.submit_ms.clone());
+        println!(
+            "{name:<10} | {:>7.1} s | {:>3} / {n:<3} | {:>9.1} ms | {:>9.1} ms | {}",
+            sum(rs, |r| r.wall),
+            rs.iter().map(|r| r.succeeded).sum::<usize>(),
+            percentile(&submit, 0.5),
+            percentile(&submit, 0.99),
+            rs.iter().map(|r| r.never).sum::<usize>(),
+        );
+    }
+    let added = all(&berth, |r| r.dispatch_ms.iter().zip(&r.completion_ms).map(|(d, c)| d + c).collect());
+    let (p50, p99) = (percentile(&added, 0.5), percentile(&added, 0.99));
+    let (dispatch, completion) = (all(&berth, |r| r.dispatch_ms.clone()), all(&berth, |r| r.completion_ms.clone()));
+    let ratio = sum(&berth, |r| r.wall) / sum(&direct, |r| r.wall);
+    let met = |yes: bool| if yes { "met" } else { "NOT met" };
+    println!("time: sum of 2 rounds taking turns, first submission to last end (Ray's end_time direct, Berth's finished_at through Berth)");
+    println!("time ratio berth / direct: {ratio:.2}x (target <= 1.1x: {})", met(ratio <= 1.1));
+    println!(
+        "Berth's added latency per job (admission to Ray receiving the run, plus Ray's end to Berth's; {} jobs): p50 {p50:.0} ms, p99 {p99:.0} ms (target p99 <= 50 ms: {})",
+        added.len(),
+        met(p99 <= 50.0)
+    );
+    println!(
+        "  of which admission to Ray receiving it: p50 {:.0} ms, p99 {:.0} ms; Ray's end to Berth's (its status poll, --ray-poll-ms): p50 {:.0} ms, p99 {:.0} ms",
+        percentile(&dispatch, 0.5),
+        percentile(&dispatch, 0.99),
+        percentile(&completion, 0.5),
+        percentile(&completion, 0.99)
+    );
+    if unsettled > 0 {
+        println!("{unsettled} of 4 rounds started before Ray's report showed the cluster idle (it did not within 2 minutes)");
+    }
+}
