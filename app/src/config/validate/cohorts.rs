@@ -60,12 +60,8 @@ impl<'a> Checker<'a> {
         }
         let weight_path = format!("{path}.fair_sharing_weight");
         self.quantity(weight_path.clone(), "fair_sharing_weight", queue.fair_sharing_weight);
-        if queue.fair_sharing_weight.is_some() {
-            if queue.cohort_name.is_none() {
-                self.error(weight_path, "fair_sharing_weight needs a cohort_name on the queue: it weighs borrowing from cohort peers");
-            } else {
-                self.warning(weight_path, "fair_sharing_weight is a Berth extension: the anyscale SDK cannot read this config back");
-            }
+        if queue.fair_sharing_weight.is_some() && queue.cohort_name.is_none() {
+            self.error(weight_path, "fair_sharing_weight needs a cohort_name on the queue: it weighs borrowing from cohort peers");
         }
     }
 

@@ -28,6 +28,8 @@ impl<'a> Checker<'a> {
             ("ordering_policy", queue.ordering_policy.is_some()),
             ("placement_policy", queue.placement_policy.is_some()),
             ("queueing_strategy", queue.queueing_strategy.is_some()),
+            // Without a cohort the weight is an error already (see `cohorts`).
+            ("fair_sharing_weight", queue.fair_sharing_weight.is_some() && queue.cohort_name.is_some()),
         ];
         for (field, set) in extensions {
             if set {

@@ -2,9 +2,9 @@
 //! first unless `order_desc=False`, with every filter of the Anyscale API.
 //!
 //! Each Berth kind has one `event_type` and `level` ([`MAPPING`]); `finished` has two, by
-//! outcome. Types Berth never records (`REQUEST_FALLBACK`, `QUOTA_BORROWED`,
-//! `QUOTA_RECLAIMED`: cohorts do not borrow yet) are accepted as filters and match nothing. Filters Berth has no data for (`project_id`, `cloud_resource_id`) match no
-//! event, as no Berth event belongs to a project. `search_id` is read by its prefix: `ev-`
+//! outcome. `REQUEST_FALLBACK`, which Berth never records, is accepted as a filter and
+//! matches nothing. Filters Berth has no data for (`project_id`, `cloud_resource_id`) match
+//! no event, as no Berth event belongs to a project. `search_id` is read by its prefix: `ev-`
 //! an event id, `j-` a job id, anything else a user id.
 
 use std::collections::HashMap;
@@ -28,7 +28,7 @@ const MAX_VALUES: usize = 100;
 type Class = (&'static str, Option<bool>);
 
 /// Berth's event classes and the `event_type` and `level` each reads as.
-pub const MAPPING: [(Class, &str, &str); 14] = [
+pub const MAPPING: [(Class, &str, &str); 16] = [
     (("config_applied", None), "CONFIG_UPDATED", "INFO"),
     (("submitted", None), "REQUEST_SUBMITTED", "INFO"),
     (("rejected", None), "REQUEST_REJECTED", "WARNING"),
@@ -44,6 +44,9 @@ pub const MAPPING: [(Class, &str, &str); 14] = [
     (("finished", Some(false)), "REQUEST_FAILED", "ERROR"),
     (("timed_out", None), "REQUEST_FAILED", "ERROR"),
     (("cancelled", None), "REQUEST_ABORTED", "INFO"),
+    // A cohort: an admission that borrows a peer's idle quota, and a lender taking it back.
+    (("borrowed", None), "QUOTA_BORROWED", "INFO"),
+    (("reclaimed", None), "QUOTA_RECLAIMED", "WARNING"),
 ];
 
 /// Every `SchedulerEventType` the API defines.
@@ -238,7 +241,7 @@ mod tests {
 
     #[test]
     fn every_berth_kind_and_every_mapped_type_is_known() {
-        let kinds = ["submitted", "rejected", "admitted", "started", "preempted", "timed_out", "retried", "finished", "cancelled", "priority_changed", "rerouted", "requeued", "config_applied"];
+        let kinds = ["submitted", "rejected", "admitted", "started", "preempted", "timed_out", "retried", "finished", "cancelled", "priority_changed", "rerouted", "requeued", "config_applied", "borrowed", "reclaimed"];
         for kind in kinds {
             assert!(MAPPING.iter().any(|((k, _), _, _)| *k == kind), "{kind} is not mapped");
         }
