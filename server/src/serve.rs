@@ -29,6 +29,8 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
         .site_addr(args.addr)
         .env(Env::PROD)
         .build();
+    // One process runs the admission loop, so it leads (replicas on PostgreSQL: issue 28).
+    state.runtime.metrics().leader.with_label_values(&[&args.addr.to_string()]).set(1);
     let shutdown = state.shutdown.clone();
     let app = crate::http::router(state, leptos);
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
