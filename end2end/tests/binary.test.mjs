@@ -5,7 +5,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, chmodSync, mkdtempSync, statSync, existsSync } from 'node:fs';
+import { copyFileSync, chmodSync, mkdtempSync, statSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
@@ -22,16 +22,21 @@ async function freePort() {
   });
 }
 
-let child, chrome;
+let child, chrome, dir;
 after(async () => {
   await chrome?.browser.close();
-  child?.kill('SIGTERM');
+  if (child && child.exitCode === null) {
+    child.kill('SIGTERM');
+    await new Promise((r) => (child.exitCode !== null ? r() : child.on('exit', r)));
+  }
+  // The binary's copy is over 100 MB in a debug build.
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 test('the binary copied alone to an empty directory serves a working dashboard', async () => {
   const src = process.env.BERTH_BIN;
   assert.ok(src, 'BERTH_BIN is not set: run through `make e2e` or `make test`');
-  const dir = mkdtempSync(join(tmpdir(), 'berth-alone-'));
+  dir = mkdtempSync(join(tmpdir(), 'berth-alone-'));
   const bin = join(dir, 'berth');
   copyFileSync(src, bin);
   chmodSync(bin, 0o755);

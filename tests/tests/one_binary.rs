@@ -12,16 +12,19 @@ use std::time::Duration;
 use common::berth::berth_bin;
 use common::wait_until;
 
-/// A `berth serve` started in `dir` with defaults but the address; killed on drop.
+/// A `berth serve` started in `dir` with defaults but the address; killed on drop, and its
+/// directory (with the binary's copy, over 100 MB in a debug build) removed.
 struct Alone {
     child: Child,
     url: String,
+    dir: std::path::PathBuf,
 }
 
 impl Drop for Alone {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -51,7 +54,7 @@ async fn serve_alone(dir: &Path, bin: &Path) -> Alone {
         .stderr(log)
         .spawn()
         .expect("the copied berth starts");
-    let alone = Alone { child, url: format!("http://127.0.0.1:{port}") };
+    let alone = Alone { child, url: format!("http://127.0.0.1:{port}"), dir: dir.to_path_buf() };
     let ready = format!("{}/readyz", alone.url);
     wait_until("the copied berth to be ready", Duration::from_secs(30), async || {
         match reqwest::get(&ready).await {
@@ -139,7 +142,7 @@ async fn a_site_root_overrides_the_built_in_files() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let server = Alone { child, url: format!("http://127.0.0.1:{port}") };
+    let server = Alone { child, url: format!("http://127.0.0.1:{port}"), dir: dir.clone() };
     let css = format!("{}/pkg/berth.css", server.url);
     let body = wait_until("the server to answer with the site root's file", Duration::from_secs(30), async || {
         match reqwest::get(&css).await {
