@@ -17,9 +17,10 @@ BERTH_ACCESS ?= --anonymous
 
 .PHONY: run test build site server install deps-run deps-test unit e2e bench release clean-site
 
-## run: install what is missing, build, serve on http://$(BERTH_ADDR) with SQLite
+## run: install what is missing, build, serve on http://$(BERTH_ADDR) with SQLite (the dashboard's
+## files are built into the binary; BERTH_SITE_ROOT=DIR serves others instead)
 run: deps-run build
-	BERTH_SITE_ROOT=$(SITE) $(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS)
+	$(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS)
 
 ## test: unit + integration (SQLite, PostgreSQL, a real Ray head) + schemathesis against the OpenAPI
 ## document + browser tests in headless Chromium
@@ -48,14 +49,15 @@ deps-run:
 deps-test:
 	@.ci/install.sh test
 
-build: server site
+# The site first: the server embeds it (server/build.rs reads $(SITE)).
+build: site server
 
 server:
 	cargo build -p berth-server --bin berth
 
 ## install: build the `berth` binary and copy it to ~/.cargo/bin (on PATH wherever rustup is
 ## installed); run it again after pulling to update the copy
-install: server
+install: build
 	@mkdir -p $(HOME)/.cargo/bin
 	install -m 0755 $(BIN) $(HOME)/.cargo/bin/berth
 	@echo "installed $(HOME)/.cargo/bin/berth"
@@ -72,15 +74,16 @@ site: frontend/node_modules/.package-lock.json
 	wasm-bindgen --target web --out-dir $(SITE)/pkg --out-name berth $(WASM)
 	cp style/main.css $(SITE)/pkg/berth.css
 	cp $(ECHARTS) $(SITE)/pkg/echarts.min.js
+	gzip -6 -kf $(SITE)/pkg/berth_bg.wasm $(SITE)/pkg/berth.js $(SITE)/pkg/berth.css $(SITE)/pkg/echarts.min.js
 
-## release: optimized wasm (reports its size) and server, in $(TARGET)/release-site and server-release
+## release: one self-contained `berth` (the optimized dashboard embedded), in $(TARGET)/server-release;
+## reports the wasm's and the binary's sizes
 release: deps-run
 	cargo build -p berth-frontend --lib --target wasm32-unknown-unknown --release
 	@mkdir -p $(TARGET)/release-site/pkg
 	wasm-bindgen --target web --out-dir $(TARGET)/release-site/pkg --out-name berth $(TARGET)/wasm32-unknown-unknown/release/berth_frontend.wasm
 	cp style/main.css $(TARGET)/release-site/pkg/berth.css
 	cp $(ECHARTS) $(TARGET)/release-site/pkg/echarts.min.js
-	cargo build -p berth-server --bin berth --profile server-release
 	@w=$(TARGET)/release-site/pkg/berth_bg.wasm; echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip (wasm-bindgen output)"; \
 	opt=$$(command -v wasm-opt || ls $(HOME)/.cache/berth-tools/node_modules/.bin/wasm-opt 2>/dev/null || true); \
 	ver=$$($${opt:-false} --version 2>/dev/null | grep -o 'version [0-9]*' | grep -o '[0-9]*' || echo 0); \
@@ -88,3 +91,6 @@ release: deps-run
 	  $$opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int $$w -o $$w && \
 	  echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip (after wasm-opt $$ver)"; \
 	else echo "wasm-opt >= 116 not found (npm install --prefix ~/.cache/berth-tools binaryen@132), size not optimized"; fi
+	gzip -9 -kf $(TARGET)/release-site/pkg/berth_bg.wasm $(TARGET)/release-site/pkg/berth.js $(TARGET)/release-site/pkg/berth.css $(TARGET)/release-site/pkg/echarts.min.js
+	BERTH_EMBED_SITE_DIR=$(TARGET)/release-site cargo build -p berth-server --bin berth --profile server-release
+	@echo "berth: $$(stat -c %s $(TARGET)/server-release/berth) B, dashboard included: $(TARGET)/server-release/berth"

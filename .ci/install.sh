@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what Berth's build and tests need and is missing; idempotent, skips what is there.
 #   .ci/install.sh run    - enough to build and serve: the wasm target, wasm-bindgen-cli, ECharts (npm)
-#   .ci/install.sh test   - plus PostgreSQL, Chromium (Debian), the end2end npm packages and the
-#                           Python venvs of Ray, schemathesis and anyscale (PyPI)
+#   .ci/install.sh test   - plus PostgreSQL, Chromium, Prometheus (Debian), the end2end npm
+#                           packages and the Python venvs of Ray, schemathesis and anyscale (PyPI)
 #   .ci/install.sh bench  - plus GNU parallel (a peer in the runtime bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +60,9 @@ fi
 
 # The anyscale SDK and CLI, driven against /api/v2 by tests/tests/anyscale.rs: a cached venv.
 .ci/anyscale.sh install
+
+# Prometheus and promtool (Debian), for the metrics test: see .ci/prometheus.sh.
+.ci/prometheus.sh install
 
 if [ ! -d end2end/node_modules/playwright-core ] || [ end2end/package-lock.json -nt end2end/node_modules/.package-lock.json ]; then
   say "installing end2end npm packages"

@@ -11,7 +11,8 @@
 //! - `store`: the database pool and all SQL.
 //!
 //! `engine` is pure: a snapshot in, a plan out; `clock` is the one source of time; `zipfile`
-//! reads the packages Ray's clients upload.
+//! reads the packages Ray's clients upload;
+//! `metrics` holds the Prometheus series every layer records into.
 
 pub mod admission;
 pub mod backends;
@@ -19,6 +20,7 @@ pub mod cli;
 pub mod clock;
 pub mod engine;
 pub mod http;
+pub mod metrics;
 pub mod serve;
 pub mod services;
 pub mod state;

@@ -6,6 +6,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use leptos::config::{Env, LeptosOptions};
 
 use crate::cli::ServeArgs;
+use crate::http::Assets;
 use crate::store::{redact_url, Db};
 use crate::engine::{Milli, Resources};
 use crate::backends::ray::RayConfig;
@@ -18,9 +19,15 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
         .with_context(|| format!("database {}", redact_url(&args.database_url)))?;
     let options = runtime_options(args)?;
     let state = AppState::start(db, options).await?;
+    // The files compiled into the binary, unless a site root is named (a fresh frontend
+    // build in development) or the binary was built without them.
+    let assets = match (&args.site_root, crate::http::assets::embedded()) {
+        (None, true) => Assets::Embedded,
+        _ => Assets::SiteRoot,
+    };
     let site_root = args.site_root.clone().unwrap_or_else(default_site_root);
-    if !site_root.join("pkg").is_dir() {
-        tracing::warn!(site_root = %site_root.display(), "no dashboard assets found; build them with `make build`");
+    if assets == Assets::SiteRoot && !site_root.join("pkg").is_dir() {
+        tracing::warn!(site_root = %site_root.display(), "no dashboard assets found (this binary has none built in); build them with `make build`");
     }
     let leptos = LeptosOptions::builder()
         .output_name("berth")
@@ -29,10 +36,12 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
         .site_addr(args.addr)
         .env(Env::PROD)
         .build();
+    // One process runs the admission loop, so it leads (replicas on PostgreSQL: issue 28).
+    state.runtime.metrics().leader.with_label_values(&[&args.addr.to_string()]).set(1);
     let shutdown = state.shutdown.clone();
-    let app = crate::http::router(state, leptos);
+    let app = crate::http::router_serving(state, leptos, assets);
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
-    tracing::info!(addr = %args.addr, database = %redact_url(&args.database_url), anonymous = args.anonymous, "berth is serving on http://{}", args.addr);
+    tracing::info!(addr = %args.addr, database = %redact_url(&args.database_url), anonymous = args.anonymous, dashboard_files = ?assets, "berth is serving on http://{}", args.addr);
     let stopping = async move {
         shutdown_signal().await;
         shutdown.send_replace(true);

@@ -31,8 +31,7 @@ pub struct AppState {
     pub secure_cookies: bool,
     /// Set once the server begins shutting down: long-lived responses (the event stream)
     /// end so a graceful shutdown does not wait on open browser tabs.
-    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,
-}
+    pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,}
 
 /// How the runtime is set up: the loop's tunables, the local backend (`None`: no local
 /// backend, jobs only run on other backends) and Ray clusters.
@@ -97,7 +96,9 @@ impl AppState {
         let store = JobStore::new(db.clone());
         let packages = Arc::new(Packages::new(PackageStore::new(db.clone(), options.settings.data_dir.clone()), options.packages));
         packages.collect_in_background();
-        let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings, packages.clone())
+        // The Prometheus series (`/metrics`), recorded by the loop, the job service and the router.
+        let metrics = Arc::new(crate::metrics::Metrics::new());
+        let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings, packages.clone(), metrics)
             .await
             .context("cannot start the admission loop")?;
         Ok(AppState {

@@ -95,6 +95,10 @@ impl Loop {
                 let live = self.state.jobs.get_mut(&key).expect("checked above");
                 live.row.state = JobState::Running;
                 live.row.started_at_us = Some(now);
+                if let Some(admitted) = live.row.admitted_at_us {
+                    let seconds = crate::metrics::seconds_between(admitted, now);
+                    self.metrics.admission_to_start.with_label_values(&[&*live.queue, backend_name.as_str()]).observe(seconds);
+                }
                 live.row.handle = Some(handle);
                 if let Some(d) = deadline_of(&live.row) {
                     self.next_deadline = Some(self.next_deadline.map_or(d, |n| n.min(d)));
@@ -107,6 +111,7 @@ impl Loop {
                 }
             }
             Err(BackendError::Unavailable(e)) => {
+                self.metrics.backend_errors.with_label_values(&[backend_name.as_str(), "start"]).inc();
                 let failures = self.down.get(&backend_name).map_or(0, |d| d.0) + 1;
                 let delay = self.settings.retry_backoff.saturating_mul(1u32 << (failures - 1).min(8)).min(BACKEND_BACKOFF_MAX);
                 let until = now + delay.as_micros() as i64;
@@ -115,7 +120,10 @@ impl Loop {
                 tracing::warn!(backend = %backend_name, error = %e, retry_in_s = delay.as_secs_f64(), "backend unavailable; jobs wait");
                 self.wait_for_backend(&key, why, until, now, batch);
             }
-            Err(e) => self.end_run(&key, Outcome::Failed(format!("could not start: {e}")), now, batch),
+            Err(e) => {
+                self.metrics.backend_errors.with_label_values(&[backend_name.as_str(), "start"]).inc();
+                self.end_run(&key, Outcome::Failed(format!("could not start: {e}")), now, batch)
+            }
         }
     }
 

@@ -151,6 +151,7 @@ impl Loop {
                 if let (Some(b), Some(h)) = (live.row.backend.clone(), live.row.handle.clone()) {
                     batch.stops.push((b.as_str().into(), live.run(), h));
                 }
+                self.metrics.preemptions.with_label_values(&[&*v.queue, v.cause.as_str()]).inc();
                 let mut e = events::preempted(now, p, v, live, (preemptor_priority, &priorities), cohort.as_ref());
                 e.config_version = Some(version);
                 batch.events.push(e);
@@ -172,6 +173,7 @@ impl Loop {
             let Some(live) = self.state.jobs.get_mut(&a.job) else { continue };
             live.row.state = JobState::Admitted;
             live.row.admitted_at_us = Some(now);
+            self.metrics.admission_wait.with_label_values(&[&*a.queue]).observe(crate::metrics::seconds_between(live.row.enqueued_at_us, now));
             live.row.retry_at_us = None;
             live.row.runs += 1;
             live.row.reason = None;

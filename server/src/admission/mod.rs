@@ -223,6 +223,8 @@ pub struct Loop {
     explain_at: Option<tokio::time::Instant>,
     /// A flush being written while the loop goes on (see [`Loop::commit_in_background`]).
     committing: Option<tokio::task::JoinHandle<Committed>>,
+    /// Where admissions, starts, preemptions and backend failures are counted.
+    pub(crate) metrics: Arc<crate::metrics::Metrics>,
 }
 
 /// What a background commit wrote, and how it went.
@@ -337,6 +339,7 @@ impl Loop {
             explained_at: None,
             explain_at: None,
             committing: None,
+            metrics: Arc::new(crate::metrics::Metrics::new()),
         }
     }
 
@@ -445,6 +448,7 @@ impl Loop {
         }
         self.reroute_stale(now, &mut batch);
         let mut starts = Vec::new();
+        let decided = self.dirty;
         if self.dirty {
             self.dirty = false;
             starts = self.decide(now, &mut batch);
@@ -472,6 +476,7 @@ impl Loop {
             for (backend, run, handle) in std::mem::take(&mut batch.stops) {
                 if let Some(b) = self.backends.get(&backend) {
                     if let Err(e) = b.stop(run.clone(), handle).await {
+                        self.metrics.backend_errors.with_label_values(&[&*backend, "stop"]).inc();
                         tracing::warn!(run = %run.key(), error = %e, "stop failed");
                     }
                 }
@@ -483,6 +488,9 @@ impl Loop {
         }
         self.carry = batch;
         self.sample(now).await;
+        if decided {
+            self.metrics.cycle.observe(t_cycle.elapsed().as_secs_f64());
+        }
         tracing::debug!(cycle_us = t_cycle.elapsed().as_micros() as u64, "cycle");
     }
 }

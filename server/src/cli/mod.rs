@@ -23,9 +23,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::cli::jobs::{run_events, run_jobs, run_nodes, run_queues, run_stages, EventsArgs, JobsCommand, StagesCommand};
 use crate::cli::client::{Client, ClientError};
 
+/// The version and the commit the binary was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BERTH_COMMIT"), ")");
+
 /// Berth: a resource scheduler for ML and batch teams.
 #[derive(Debug, Parser)]
-#[command(name = "berth", version, about)]
+#[command(name = "berth", version = VERSION, about)]
 pub struct Cli {
     /// Server to talk to.
     #[arg(long, global = true, env = "BERTH_SERVER", default_value = "http://127.0.0.1:3000")]
@@ -43,6 +46,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the API and the dashboard.
     Serve(ServeArgs),
+    /// Print the version and the commit this binary was built from.
+    Version,
     /// Read, apply, diff and roll back the scheduler config.
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -136,6 +141,10 @@ impl Cli {
     pub async fn run_client_command(&self) -> Result<i32> {
         match &self.command {
             Command::Serve(_) => bail!("`serve` is not a client command"),
+            Command::Version => {
+                println!("berth {VERSION}");
+                Ok(0)
+            }
             Command::Config(c) => run_config(self, c).await,
             Command::Jobs(c) => run_jobs(self, c).await,
             Command::Queues { name, output } => run_queues(self, name.as_deref(), *output).await,
@@ -158,8 +167,9 @@ pub struct ServeArgs {
     /// Database: sqlite://PATH (created when missing) or postgres://USER:PASS@HOST/DB.
     #[arg(long, env = "BERTH_DATABASE_URL", default_value = "sqlite://data/berth.db")]
     pub database_url: String,
-    /// Directory with the dashboard's static files (pkg/berth.js, .wasm, .css). Default:
-    /// `site/` next to the binary's build directory, else ./target/site.
+    /// Directory with the dashboard's static files (pkg/berth.js, .wasm, .css), instead of
+    /// those built into the binary (for development). Default: the built-in ones; for a
+    /// binary built without them, `site/` next to its build directory, else ./target/site.
     #[arg(long, env = "BERTH_SITE_ROOT")]
     pub site_root: Option<PathBuf>,
     /// Where runs keep their logs and default working directories.

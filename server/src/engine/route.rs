@@ -27,12 +27,14 @@ pub struct Routed {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 pub struct Rejection {
+    /// What kind of refusal, in a few snake_case words (a metric's label: one of a fixed set).
+    pub code: &'static str,
     /// One human sentence.
     pub reason: String,
 }
 
-fn reject(reason: impl Into<String>) -> Rejection {
-    Rejection { reason: reason.into() }
+fn reject(code: &'static str, reason: impl Into<String>) -> Rejection {
+    Rejection { code, reason: reason.into() }
 }
 
 /// Routes a job by its labels and applies the matching rule's priority policy.
@@ -45,7 +47,7 @@ fn reject(reason: impl Into<String>) -> Rejection {
 pub fn route(c: &Compiled, labels: &Labels, requested_priority: Option<i64>) -> Result<Routed, Rejection> {
     if c.rules.is_empty() {
         // compile() always sets default_queue when there are no rules.
-        let q = c.default_queue.and_then(|q| c.queues.get(q)).ok_or_else(|| reject("no queue to route to"))?;
+        let q = c.default_queue.and_then(|q| c.queues.get(q)).ok_or_else(|| reject("no_queue", "no queue to route to"))?;
         return Ok(Routed { queue: q.name.clone(), rule_index: None, priority: requested_priority.unwrap_or(0) });
     }
     let (index, rule) = c
@@ -53,7 +55,7 @@ pub fn route(c: &Compiled, labels: &Labels, requested_priority: Option<i64>) -> 
         .iter()
         .enumerate()
         .find(|(_, r)| selector::matches(r.selector.as_deref(), labels))
-        .ok_or_else(|| reject(format!("no scheduling rule matches labels {}", describe_labels(labels))))?;
+        .ok_or_else(|| reject("no_rule_matches", format!("no scheduling rule matches labels {}", describe_labels(labels))))?;
     let queue = c.queues[rule.queue].name.clone();
     let priority = bounded(rule, index, &queue, requested_priority.or(rule.default))?;
     Ok(Routed { queue, rule_index: Some(index), priority })
@@ -73,7 +75,7 @@ fn bounded(rule: &RuleDef, index: usize, queue: &str, priority: Option<i64>) -> 
     match (violated, rule.on_violation) {
         (None, _) => Ok(p),
         (Some(_), OnViolation::ForceUpdate) => Ok(clamp(p)),
-        (Some(why), OnViolation::Reject) => Err(reject(format!("priority {p} is {why} allowed by scheduling_rules[{index}] (queue {queue})"))),
+        (Some(why), OnViolation::Reject) => Err(reject("priority_out_of_range", format!("priority {p} is {why} allowed by scheduling_rules[{index}] (queue {queue})"))),
     }
 }
 
@@ -110,12 +112,12 @@ pub fn check_submittable(c: &Compiled, nodes: &[Node], queue: &str, request: &Re
 /// group it touches, with the capacity); the rejection of [`check_submittable`] when none.
 pub fn nodes_that_hold<'a>(c: &Compiled, nodes: &'a [Node], queue: &str, request: &Resources) -> Result<Vec<&'a Node>, Rejection> {
     if request.is_empty() {
-        return Err(reject("must request at least one resource"));
+        return Err(reject("no_resources", "must request at least one resource"));
     }
     if let Some((name, amount)) = request.iter().find(|(_, a)| *a < Milli::ZERO) {
-        return Err(reject(format!("requested {name} must not be negative (got {amount})")));
+        return Err(reject("negative_request", format!("requested {name} must not be negative (got {amount})")));
     }
-    let q = c.queue_ids.get(queue).map(|&q| &c.queues[q]).ok_or_else(|| reject(format!("queue {queue} is not defined")))?;
+    let q = c.queue_ids.get(queue).map(|&q| &c.queues[q]).ok_or_else(|| reject("unknown_queue", format!("queue {queue} is not defined")))?;
     let mut groups: Vec<usize> = Vec::new();
     let mut uncovered: Vec<&str> = Vec::new();
     for (name, _) in request.iter() {
@@ -126,7 +128,7 @@ pub fn nodes_that_hold<'a>(c: &Compiled, nodes: &'a [Node], queue: &str, request
         }
     }
     if !uncovered.is_empty() {
-        return Err(reject(format!(
+        return Err(reject("resource_not_covered", format!(
             "queue {} has no resource group covering {}",
             q.name,
             uncovered.join(", ")
@@ -161,10 +163,10 @@ pub fn nodes_that_hold<'a>(c: &Compiled, nodes: &'a [Node], queue: &str, request
         }
     }
     let Some((big, _)) = biggest else {
-        return Err(reject(format!("no node matches the flavors of queue {}", q.name)));
+        return Err(reject("no_matching_node", format!("no node matches the flavors of queue {}", q.name)));
     };
     let has: Vec<String> = request.iter().map(|(r, _)| format!("{r} {}", big.capacity.get(r))).collect();
-    Err(reject(format!(
+    Err(reject("too_large", format!(
         "requests {request}, more than any node of queue {}'s flavors can hold; the biggest, {}, has {}",
         q.name,
         big.id,

@@ -54,7 +54,7 @@ pub struct CspNonce(pub String);
 
 /// Paths anyone may reach: health checks, static files, the sign-in page and form.
 fn is_public(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/signin" | "/auth/signin" | "/auth/signout" | "/favicon.ico" | "/api/v1/openapi.json")
+    matches!(path, "/healthz" | "/readyz" | "/metrics" | "/signin" | "/auth/signin" | "/auth/signout" | "/favicon.ico" | "/api/v1/openapi.json")
         || path.starts_with("/pkg/")
 }
 

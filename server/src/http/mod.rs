@@ -1,9 +1,11 @@
 //! The HTTP surface: the REST API under `/api/v1`, the Anyscale scheduler API under
-//! `/api/v2` (`anyscale`), Ray's job API (`ray_api`), health checks, and the dashboard.
+//! `/api/v2` (`anyscale`), Ray's job API (`ray_api`), health checks, Prometheus `/metrics`,
+//! and the dashboard.
 //!
 //! [`router`] builds the whole thing so tests can drive it in-process with `oneshot`.
 
 pub mod anyscale;
+pub mod assets;
 pub mod auth;
 pub mod body;
 pub mod config;
@@ -12,6 +14,7 @@ pub mod error;
 pub mod follow;
 pub mod identity;
 pub mod jobs;
+pub mod metrics;
 pub mod openapi;
 pub mod preview;
 pub mod ray_api;
@@ -50,17 +53,40 @@ pub(crate) fn api_routes(state: AppState) -> Router {
         .merge(auth::session_routes())
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics::scrape))
         .layer(DefaultBodyLimit::max(body::MAX_BODY))
         .with_state(state)
 }
 
-/// The API plus the server-rendered dashboard and its static files, every request
-/// authenticated first.
+/// Where the dashboard's static files come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Assets {
+    /// Compiled into the binary ([`assets`]).
+    Embedded,
+    /// Under the Leptos options' site root.
+    SiteRoot,
+}
+
+/// The API plus the server-rendered dashboard and its static files from the site root.
 pub fn router(state: AppState, leptos: LeptosOptions) -> Router {
+    router_serving(state, leptos, Assets::SiteRoot)
+}
+
+/// The API plus the server-rendered dashboard and its static files from `assets`, every
+/// request authenticated first and timed by its route (see [`metrics::track`]).
+pub fn router_serving(state: AppState, leptos: LeptosOptions, assets: Assets) -> Router {
+    let recorder = state.runtime.metrics().clone();
+    let dashboard = crate::http::dashboard::dashboard(state.clone(), leptos);
+    let dashboard = match assets {
+        Assets::Embedded => assets::routes().merge(dashboard),
+        Assets::SiteRoot => dashboard,
+    };
     api_routes(state.clone())
-        .merge(crate::http::dashboard::dashboard(state.clone(), leptos))
+        .merge(dashboard)
+        .route_layer(axum::middleware::from_fn(metrics::record_route))
         .layer(axum::middleware::from_fn_with_state(state, auth::authenticate))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, Duration::from_secs(30)))
+        .layer(axum::middleware::from_fn_with_state(recorder, metrics::track))
         .layer(TraceLayer::new_for_http())
 }
 

@@ -17,7 +17,7 @@ use app::jobs::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::request;
-use super::views::{cohort_views, live_jobs, queue_views};
+use super::views::{cohort_views, live_jobs, observe_gauges, queue_views};
 use crate::admission::intake::{submit_event, write_submissions, Submission};
 use crate::admission::{self, Cmd, LoopError, Loop, Settings, Shared, State};
 use crate::backends::{self as backend, local, Registry, RunId, Stream};
@@ -29,6 +29,7 @@ use crate::store::auth::AuditRecord;
 use crate::engine::{self, Compiled, InFlightLimit, Node};
 use crate::services::config::ConfigService;
 use crate::services::packages::{PackageError, Packages};
+use crate::metrics::Metrics;
 
 /// Refuses a working dir outside the allowed roots (a package or remote URI is no path on
 /// this host).
@@ -99,7 +100,20 @@ impl From<store::JobStoreError> for RuntimeError {
 
 /// A job row ready to store: pending with its queue and priority, or rejected with why,
 /// routed by `compiled` (version `version`) and checked against `nodes`.
-pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], mut req: JobRequest, submitter: &str, stage: Option<&str>, now: i64) -> Result<JobRow, RuntimeError> {
+pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], req: JobRequest, submitter: &str, stage: Option<&str>, now: i64) -> Result<JobRow, RuntimeError> {
+    prepare_coded(compiled, version, nodes, req, submitter, stage, now).map(|(row, _)| row)
+}
+
+/// [`prepare`], with the rejection's code (a metric's label) when the job is refused.
+fn prepare_coded(
+    compiled: &Compiled,
+    version: i64,
+    nodes: &[Node],
+    mut req: JobRequest,
+    submitter: &str,
+    stage: Option<&str>,
+    now: i64,
+) -> Result<(JobRow, Option<&'static str>), RuntimeError> {
     // A request naming no resource at all gets one CPU (like Slurm's default), so
     // `berth jobs submit -- cmd` just works; an explicit zero is still refused.
     if req.resources.iter().next().is_none() {
@@ -125,9 +139,10 @@ pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], mut req: JobRe
             row.state = JobState::Rejected;
             row.finished_at_us = Some(now);
             row.reason = Some(rejection.reason);
+            return Ok((row, Some(rejection.code)));
         }
     }
-    Ok(row)
+    Ok((row, None))
 }
 
 /// A read of a job's log: the bytes of its latest run, which run that is, and the job's state.
@@ -151,6 +166,7 @@ pub struct Runtime {
     settings: Settings,
     config: Arc<ConfigService>,
     packages: Arc<Packages>,
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -169,15 +185,17 @@ impl Runtime {
         exits: mpsc::UnboundedReceiver<backend::Exit>,
         settings: Settings,
         packages: Arc<Packages>,
+        metrics: Arc<Metrics>,
     ) -> anyhow::Result<Runtime> {
         let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
         let (tx, rx) = mpsc::unbounded_channel();
         let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.subscribe(), rx, exits, Arc::new(SystemClock));
+        lp.metrics = metrics.clone();
         lp.recover().await?;
         tokio::spawn(lp.run());
         let (submits, submit_rx) = mpsc::unbounded_channel();
         tokio::spawn(write_submissions(store.clone(), tx.clone(), submit_rx));
-        Ok(Runtime { cmds: tx, submits, shared, store, backends, settings, config, packages })
+        Ok(Runtime { cmds: tx, submits, shared, store, backends, settings, config, packages, metrics })
     }
 
     pub fn store(&self) -> &JobStore {
@@ -212,7 +230,7 @@ impl Runtime {
                 return Err(store::JobStoreError::DuplicateSubmission(id.clone()).into());
             }
         }
-        let row = self.prepare(req, &caller.user, None)?;
+        let (row, refused) = self.prepare(req, &caller.user, None)?;
         if row.state != JobState::Rejected {
             self.check_runtime_env(&row)?;
             self.packages.require(&row.spec).await?;
@@ -222,6 +240,7 @@ impl Runtime {
         self.submits.send(Submission { row, reply }).map_err(|_| RuntimeError::Stopped)?;
         stored.await.map_err(|_| RuntimeError::Stopped)??;
         if job.state == JobState::Rejected {
+            self.count_rejections(&[(job.queue.as_deref(), refused)]);
             return Err(RuntimeError::Rejected(Box::new(job)));
         }
         Ok(job)
@@ -251,6 +270,7 @@ impl Runtime {
         let stage_id = new_id("s");
         let mut rows = Vec::with_capacity(req.jobs.len());
         let mut rejected = Vec::new();
+        let mut refusals = Vec::new();
         for (i, mut job) in req.jobs.into_iter().enumerate() {
             if let Some(r) = p.retry_max {
                 job.max_retries = r;
@@ -265,7 +285,8 @@ impl Runtime {
             if job.submission_id.is_some() {
                 return Err(prefix(RuntimeError::Invalid("submission_id: not taken in a stage (its jobs are named by the stage)".into())));
             }
-            let row = check_workdir(&self.settings, &job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(prefix)?;
+            let (row, refused) = check_workdir(&self.settings, &job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(prefix)?;
+            refusals.push(refused);
             self.check_runtime_env(&row).map_err(prefix)?;
             self.packages.require(&row.spec).await.map_err(|e| prefix(e.into()))?;
             if row.state == JobState::Rejected {
@@ -276,6 +297,8 @@ impl Runtime {
         let events: Vec<NewEvent> = rows.iter().map(submit_event).collect();
         let at = now_us();
         self.store.insert(Some((&stage_id, req.name.trim(), submitter, at, &req.parallelism)), &rows, &events).await?;
+        let counted: Vec<(Option<&str>, Option<&'static str>)> = rows.iter().zip(&refusals).map(|(r, c)| (r.queue.as_deref(), *c)).collect();
+        self.count_rejections(&counted);
         let job_ids = rows.iter().map(|r| r.id.clone()).collect();
         let pending: Vec<JobRow> = rows.into_iter().filter(|r| r.state == JobState::Pending).collect();
         self.cmds.send(Cmd::Stage { id: stage_id.clone(), max_concurrent: req.parallelism.max_concurrent }).map_err(|_| RuntimeError::Stopped)?;
@@ -303,10 +326,33 @@ impl Runtime {
         }
     }
 
-    /// A job row ready to store under the config in force (see [`prepare`]).
-    fn prepare(&self, req: JobRequest, submitter: &str, stage: Option<&str>) -> Result<JobRow, RuntimeError> {
+    /// A job row ready to store under the config in force (see [`prepare`]), and the
+    /// rejection's code when it is refused.
+    fn prepare(&self, req: JobRequest, submitter: &str, stage: Option<&str>) -> Result<(JobRow, Option<&'static str>), RuntimeError> {
         let (compiled, version, nodes) = self.shared();
-        prepare(&compiled, version, &nodes, req, submitter, stage, now_us())
+        prepare_coded(&compiled, version, &nodes, req, submitter, stage, now_us())
+    }
+
+    /// Counts stored refusals by queue and reason code (`None` code: not refused).
+    fn count_rejections(&self, refusals: &[(Option<&str>, Option<&'static str>)]) {
+        for (queue, code) in refusals {
+            if let Some(code) = code {
+                self.metrics.rejections.with_label_values(&[queue.unwrap_or(""), code]).inc();
+            }
+        }
+    }
+
+    /// The series Berth exports, with the scrape-time gauges refreshed from the loop's state.
+    pub async fn metrics_text(&self) -> Result<String, RuntimeError> {
+        let _one = self.metrics.scrape.lock().await;
+        let m = self.metrics.clone();
+        self.ask(move |s| observe_gauges(s, &m)).await?;
+        Ok(self.metrics.encode())
+    }
+
+    /// The registry every layer records into.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     async fn ask<T: Send + 'static>(&self, f: impl FnOnce(&State) -> T + Send + 'static) -> Result<T, RuntimeError> {

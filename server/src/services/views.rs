@@ -196,3 +196,48 @@ pub(super) fn live_jobs(s: &State, only: Option<&str>) -> Vec<Job> {
     });
     jobs
 }
+
+/// Sets the scrape-time gauges of `m` from the live state: per queue the jobs waiting,
+/// admitted and running; per quota cell the nominal quota, usage and borrowed amount; per
+/// backend the jobs it holds. Series of queues or cells no longer in the config disappear.
+pub(super) fn observe_gauges(s: &State, m: &crate::metrics::Metrics) {
+    for g in [&m.pending, &m.admitted, &m.running] {
+        g.reset();
+    }
+    for q in &s.compiled.queues {
+        for g in [&m.pending, &m.admitted, &m.running] {
+            g.with_label_values(&[&*q.name]).set(0);
+        }
+    }
+    m.in_flight.reset();
+    let mut backends: Vec<&str> = s.nodes.iter().map(|n| &*n.backend).collect();
+    backends.sort_unstable();
+    backends.dedup();
+    for b in backends {
+        m.in_flight.with_label_values(&[b]).set(0);
+    }
+    for l in s.jobs.values() {
+        let gauge = match l.row.state {
+            JobState::Pending => &m.pending,
+            JobState::Admitted => &m.admitted,
+            JobState::Running => &m.running,
+            _ => continue,
+        };
+        gauge.with_label_values(&[&*l.queue]).inc();
+        if let (true, Some(b)) = (l.row.state.holds_quota(), l.row.backend.as_deref()) {
+            m.in_flight.with_label_values(&[b]).inc();
+        }
+    }
+    for g in [&m.nominal, &m.usage, &m.borrowed] {
+        g.reset();
+    }
+    for (c, used, share) in cell_uses(s) {
+        let cell = [&*c.queue, &*c.flavor, &*c.resource];
+        if let Some(n) = c.nominal {
+            m.nominal.with_label_values(&cell).set(n.as_f64());
+        }
+        m.usage.with_label_values(&cell).set(used.as_f64());
+        m.borrowed.with_label_values(&cell).set(share.borrowed.as_f64());
+    }
+    m.config_version.set(s.config_version as f64);
+}

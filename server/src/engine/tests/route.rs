@@ -5,12 +5,17 @@ use app::config::{OnViolation, Operator};
 use super::fixtures::*;
 use crate::engine::*;
 
-fn routed(queue: &str, rule: Option<usize>, priority: i64) -> Result<Routed, Rejection> {
+fn routed(queue: &str, rule: Option<usize>, priority: i64) -> Result<Routed, String> {
     Ok(Routed { queue: queue.into(), rule_index: rule, priority })
 }
 
-fn rejected(reason: &str) -> Result<Routed, Rejection> {
-    Err(Rejection { reason: reason.into() })
+fn rejected(reason: &str) -> Result<Routed, String> {
+    Err(reason.into())
+}
+
+/// A rejection's sentence (what the cases spell out; its code is a metric's label).
+fn said<T>(r: Result<T, Rejection>) -> Result<T, String> {
+    r.map_err(|r| r.reason)
 }
 
 #[test]
@@ -24,7 +29,7 @@ fn routing_first_match_wins() {
         .rule(rule("research").when(is_in("team", &["vision", "nlp"])))
         .rule(rule("batch").when(expr("tier", Operator::NotIn, &["prod"])))
         .compile();
-    let cases: Vec<(&[(&str, &str)], Result<Routed, Rejection>)> = vec![
+    let cases: Vec<(&[(&str, &str)], Result<Routed, String>)> = vec![
         (&[("team", "vision")], routed("vision", Some(0), 0)),
         (&[("team", "nlp")], routed("research", Some(1), 0)),
         // not_in matches a job without the key, as Kubernetes selectors do.
@@ -33,7 +38,7 @@ fn routing_first_match_wins() {
         (&[("team", "ops"), ("tier", "prod")], rejected("no scheduling rule matches labels team=ops, tier=prod")),
     ];
     for (l, want) in cases {
-        assert_eq!(route(&c, &labels(l), None), want, "labels {l:?}");
+        assert_eq!(said(route(&c, &labels(l), None)), want, "labels {l:?}");
     }
 }
 
@@ -45,12 +50,12 @@ fn catch_all_and_no_rules() {
         .rule(rule("vision").when(is_in("team", &["vision"])))
         .rule(rule("rest"))
         .compile();
-    assert_eq!(route(&c, &labels(&[("team", "x")]), Some(3)), routed("rest", Some(1), 3));
+    assert_eq!(said(route(&c, &labels(&[("team", "x")]), Some(3))), routed("rest", Some(1), 3));
     let none = config().compile();
-    assert_eq!(route(&none, &labels(&[("team", "x")]), None), routed("default", None, 0));
-    assert_eq!(route(&none, &labels(&[]), Some(7)), routed("default", None, 7));
+    assert_eq!(said(route(&none, &labels(&[("team", "x")]), None)), routed("default", None, 0));
+    assert_eq!(said(route(&none, &labels(&[]), Some(7))), routed("default", None, 7));
     let no_match = config().queue(queue("vision")).rule(rule("vision").when(is_in("team", &["vision"]))).compile();
-    assert_eq!(route(&no_match, &labels(&[]), None), rejected("no scheduling rule matches labels (none)"));
+    assert_eq!(said(route(&no_match, &labels(&[]), None)), rejected("no scheduling rule matches labels (none)"));
 }
 
 #[test]
@@ -79,7 +84,7 @@ fn priority_policy() {
         ("no default, 0 below min: clamped, not rejected", with(None, Some(2), None, None), None, routed("q", Some(0), 2)),
     ];
     for (name, c, p, want) in cases {
-        assert_eq!(route(&c, &labels(&[]), p), want, "{name}");
+        assert_eq!(said(route(&c, &labels(&[]), p)), want, "{name}");
     }
 }
 
@@ -95,8 +100,8 @@ fn submit_time_rejection() {
         node("od-1").label("market", "on-demand").cap(&[("gpu", 4), ("cpu", 64)]),
         node("other").label("market", "other").cap(&[("gpu", 16), ("cpu", 128)]),
     ];
-    let ok: Result<(), Rejection> = Ok(());
-    let no = |r: &str| -> Result<(), Rejection> { Err(Rejection { reason: r.into() }) };
+    let ok: Result<(), String> = Ok(());
+    let no = |r: &str| -> Result<(), String> { Err(r.into()) };
     let cases = [
         ("fits one node", Resources::units(&[("gpu", 8), ("cpu", 32)]), ok.clone()),
         ("fits another flavor's node", Resources::units(&[("gpu", 2), ("cpu", 64)]), ok.clone()),
@@ -116,14 +121,14 @@ fn submit_time_rejection() {
         ),
     ];
     for (name, req, want) in cases {
-        assert_eq!(check_submittable(&c, &nodes, "research", &req), want, "{name}");
+        assert_eq!(said(check_submittable(&c, &nodes, "research", &req)), want, "{name}");
     }
     assert_eq!(
-        check_submittable(&c, &nodes, "ghost", &Resources::units(&[("gpu", 1)])),
+        said(check_submittable(&c, &nodes, "ghost", &Resources::units(&[("gpu", 1)]))),
         no("queue ghost is not defined")
     );
     assert_eq!(
-        check_submittable(&c, &nodes[2..], "research", &Resources::units(&[("gpu", 1)])),
+        said(check_submittable(&c, &nodes[2..], "research", &Resources::units(&[("gpu", 1)]))),
         no("no node matches the flavors of queue research")
     );
 }
