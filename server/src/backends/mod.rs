@@ -9,6 +9,7 @@
 
 pub mod local;
 pub mod ray;
+pub mod slurm;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -56,6 +57,9 @@ pub struct StartSpec {
     pub runtime_env: serde_json::Map<String, serde_json::Value>,
     /// What the job asked for.
     pub resources: Resources,
+    /// The job's `timeout_s` (0: none). The loop enforces it; a backend with its own time
+    /// limits (Slurm) also passes it on, so the cluster stops a run Berth cannot reach.
+    pub timeout_s: u64,
     /// Node the engine placed it on.
     pub node: Arc<str>,
     /// Flavors it was admitted under, with their selectors (Ray turns them into a label
@@ -94,6 +98,9 @@ pub enum Outcome {
     Signaled(i32),
     /// The backend failed it or lost it; the message says why (shown to the user).
     Failed(String),
+    /// The backend's own time limit ended it (Slurm's `TIMEOUT`): the job is timed out, as
+    /// when the loop stops it at its `timeout_s`, and not retried.
+    TimedOut(String),
 }
 
 /// A run ended.
