@@ -1,0 +1,338 @@
+//! Jobs on a real Slurm cluster: the real `berth` binary with `--no-local --slurm
+//! hpc=SLURM_CONF`, the single-node cluster `.ci/slurm.sh start` runs (node n1: 16 CPUs,
+//! 64000 MB, 4 GPUs `gpu:a100`, features a100,spot, partitions cpu and gpu). `make test`
+//! starts it and sets BERTH_TEST_SLURM to its slurm.conf; without it each test says it is
+//! skipped and why, and checks nothing.
+//!
+//! The tests share the one cluster, so they take turns (a lock), start from an empty Slurm
+//! queue, and check what Slurm itself saw with its own commands.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Duration;
+
+use common::berth::{eventually, Berth};
+use common::{wait_until, Backend};
+use serde_json::json;
+
+const SECS: fn(u64) -> Duration = Duration::from_secs;
+
+/// One test at a time on the shared cluster (each Berth counts its 16 CPUs as its own).
+static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The test cluster's slurm.conf, or `None` after saying why the test is skipped.
+fn slurm_conf(test: &str) -> Option<String> {
+    match std::env::var("BERTH_TEST_SLURM") {
+        Ok(conf) if !conf.trim().is_empty() => Some(conf.trim().to_string()),
+        _ => {
+            eprintln!("SKIPPED {test}: BERTH_TEST_SLURM is not set; it names the slurm.conf of a test cluster (`BERTH_TEST_SLURM=$(.ci/slurm.sh start)`)");
+            None
+        }
+    }
+}
+
+/// A Slurm command against the test cluster; its standard output (panics on failure).
+fn slurm(conf: &str, program: &str, args: &[&str]) -> String {
+    let out = Command::new(program).args(args).env("SLURM_CONF", conf).env_remove("SLURM_JWT").output().unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Cancels everything in the test cluster's queue and waits until nothing holds the node.
+async fn empty_queue(conf: &str) {
+    let ids = slurm(conf, "squeue", &["-h", "-o", "%i"]);
+    let ids: Vec<&str> = ids.split_whitespace().collect();
+    if !ids.is_empty() {
+        slurm(conf, "scancel", &ids);
+    }
+    wait_until("an empty Slurm queue", SECS(30), async || {
+        let left = slurm(conf, "squeue", &["-h", "-t", "PD,R,CG,CF,S", "-o", "%i %T"]);
+        if left.trim().is_empty() { Ok(()) } else { Err(left) }
+    })
+    .await;
+}
+
+/// A flavor on the Slurm node by a feature label, one queue `q` (cpu quota `cpu_quota`,
+/// e.g. `, nominal_quota: 1`), one catch-all rule.
+fn config(feature: &str, cpu_quota: &str, preemption: &str) -> String {
+    format!(
+        r#"
+resource_flavors:
+  - name: slurm-{feature}
+    selector:
+      - {{key: feature.{feature}, operator: in, values: ["true"]}}
+resource_queues:
+  - name: q
+    preemption: {{within_resource_queue: {preemption}}}
+    resource_groups:
+      - covered_resources: [cpu, gpu, memory_gb]
+        flavors: [{{name: slurm-{feature}, resources: [{{name: cpu{cpu_quota}}}]}}]
+scheduling_rules:
+  - resource_queue: q
+    priority_policy: {{default: 0, min: 0, max: 100, on_violation: reject}}
+"#
+    )
+}
+
+/// A server whose only backend is the test cluster, as `hpc`.
+async fn berth_on(conf: &str, cpu_quota: &str, preemption: &str, extra: &[&str]) -> Berth {
+    let cluster = format!("hpc={conf}");
+    let mut args = vec!["--no-local", "--slurm", &cluster, "--slurm-poll-ms", "100"];
+    args.extend_from_slice(extra);
+    let b = Berth::start(Backend::Sqlite, &args).await;
+    b.apply(&config("a100", cpu_quota, preemption)).await;
+    b
+}
+
+/// The Slurm job id of a job's `run`, once Berth has submitted it.
+fn slurm_id(b: &Berth, job: &str, run: u32) -> Option<String> {
+    let path = b.dir.join("data/slurm/hpc").join(format!("{job}-r{run}")).join("slurm_job_id");
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// Slurm's record of a job (`scontrol show job -o` as key → value), `None` once purged.
+fn slurm_record(conf: &str, id: &str) -> Option<HashMap<String, String>> {
+    let out = Command::new("scontrol").args(["show", "job", id, "-o"]).env("SLURM_CONF", conf).env_remove("SLURM_JWT").output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut kv = HashMap::new();
+    for word in text.split_whitespace() {
+        if let Some((k, v)) = word.split_once('=') {
+            kv.entry(k.to_string()).or_insert_with(|| v.to_string());
+        }
+    }
+    Some(kv)
+}
+
+/// Polls until Slurm's record of job `id` has a `JobState` among `states`; the record.
+async fn wait_slurm(conf: &str, id: &str, states: &[&str], timeout: Duration) -> HashMap<String, String> {
+    wait_until(&format!("Slurm job {id} in {states:?}"), timeout, async || match slurm_record(conf, id) {
+        Some(r) if states.contains(&r.get("JobState").map(String::as_str).unwrap_or("")) => Ok(r),
+        other => Err(format!("{:?}", other.and_then(|r| r.get("JobState").cloned()))),
+    })
+    .await
+}
+
+/// Polls until Berth has submitted run `run` of `job` to Slurm; its Slurm id.
+async fn wait_submitted(b: &Berth, job: &str, run: u32) -> String {
+    wait_until(&format!("run {run} of {job} in Slurm"), SECS(30), async || slurm_id(b, job, run).ok_or_else(|| "no job id file yet".to_string())).await
+}
+
+/// Whether a process whose command line contains `marker` runs on this host.
+fn running(marker: &str) -> bool {
+    let out = Command::new("pgrep").arg("-f").arg(marker).output().unwrap();
+    !out.stdout.is_empty()
+}
+
+/// A number no other test run uses, for process markers (`sleep 4242<n>`).
+fn marker() -> u64 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64;
+    424_200_000 + (u64::from(std::process::id()) * 7919 + nanos) % 99_999
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_runs_on_slurm_with_its_request_logs_and_exit_code() {
+    let Some(conf) = slurm_conf("a_job_runs_on_slurm_with_its_request_logs_and_exit_code") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &[]).await;
+    // The Slurm node, with Berth's names for its resources and its partitions and features
+    // as labels.
+    let (_, nodes) = b.get("/api/v1/nodes").await;
+    let node = nodes["nodes"].as_array().and_then(|n| n.first()).cloned().unwrap_or_else(|| panic!("no Slurm node: {nodes}"));
+    assert_eq!(node["id"], "hpc:n1", "{node}");
+    assert_eq!(node["backend"], "hpc", "{node}");
+    assert_eq!(node["capacity"], json!({"cpu": 16.0, "gpu": 4.0, "memory_gb": 62.5}), "{node}");
+    for (k, v) in [("backend", "slurm"), ("partition.cpu", "true"), ("partition.gpu", "true"), ("feature.a100", "true"), ("feature.spot", "true"), ("gpu.type", "a100")] {
+        assert_eq!(node["labels"][k], v, "label {k}: {node}");
+    }
+    assert_eq!(node["flavors"], json!(["slurm-a100"]), "{node}");
+
+    let id = b
+        .submit(json!({
+            "entrypoint": "echo hello-from-slurm $GREETING; echo gpus=$CUDA_VISIBLE_DEVICES; echo on-stderr >&2",
+            "resources": {"cpu": 2, "gpu": 1, "memory_gb": 0.5},
+            "runtime_env": {"env_vars": {"GREETING": "it's me"}},
+        }))
+        .await;
+    let done = b.wait_state(&id, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["exit_code"], 0, "{done:#}");
+    assert_eq!(done["node"], "hpc:n1", "{done:#}");
+    let (status, out) = b.get_text(&format!("/api/v1/jobs/{id}/logs")).await;
+    assert_eq!(status, 200, "{out}");
+    assert!(out.contains("hello-from-slurm it's me") && out.contains("gpus=0"), "{out}");
+    let (_, err) = b.get_text(&format!("/api/v1/jobs/{id}/logs?stream=stderr")).await;
+    assert!(err.contains("on-stderr") && !out.contains("on-stderr"), "stderr: {err}");
+    // What Slurm received: Berth's run as the job name, the request as options, the flavor's
+    // feature as a constraint.
+    let sid = slurm_id(&b, &id, 1).expect("a Slurm job id");
+    let rec = slurm_record(&conf, &sid).expect("Slurm still knows the job");
+    assert_eq!(rec["JobName"], format!("{id}-r1"));
+    assert_eq!(rec["JobState"], "COMPLETED");
+    assert_eq!(rec["NumCPUs"], "2");
+    assert_eq!(rec["TresPerNode"], "gres:gpu:1");
+    assert_eq!(rec["Features"], "a100");
+    assert_eq!(rec["Requeue"], "0", "Berth, not Slurm, decides whether a run runs again");
+    assert!(rec["TRES"].contains("mem=512M"), "{rec:?}");
+    assert_eq!(rec["Comment"], format!("berth-job:{id}"));
+
+    // A failing job carries its exit code; one killed by a signal says which.
+    let id = b.submit(json!({"entrypoint": "echo failing; exit 3", "resources": {"cpu": 1}})).await;
+    let failed = b.wait_state(&id, &["failed"], SECS(60)).await;
+    assert_eq!(failed["exit_code"], 3, "{failed:#}");
+    assert_eq!(failed["reason"], "exited with code 3", "{failed:#}");
+    let id = b.submit(json!({"entrypoint": "kill -9 $$", "resources": {"cpu": 1}})).await;
+    let killed = b.wait_state(&id, &["failed"], SECS(60)).await;
+    assert_eq!(killed["reason"], "killed by signal 9", "{killed:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_stops_the_whole_process_tree_of_a_slurm_job() {
+    let Some(conf) = slurm_conf("cancel_stops_the_whole_process_tree_of_a_slurm_job") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let m = marker();
+    // A child, a grandchild in its own session re-parented to init (what proctrack/linuxproc
+    // alone misses), and the script itself.
+    let cmd = format!("sleep {m}1 & setsid sh -c 'sleep {m}2 &'; sleep {m}3");
+    let id = b.submit(json!({"entrypoint": cmd, "resources": {"cpu": 1}})).await;
+    b.wait_state(&id, &["running"], SECS(30)).await;
+    let sid = wait_submitted(&b, &id, 1).await;
+    wait_slurm(&conf, &sid, &["RUNNING"], SECS(30)).await;
+    for p in 1..=3 {
+        assert!(eventually(SECS(30), || running(&format!("sleep {m}{p}"))).await, "process {p} of the tree never started");
+    }
+    let (status, body) = b.post(&format!("/api/v1/jobs/{id}/cancel"), &json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    let rec = wait_slurm(&conf, &sid, &["CANCELLED"], SECS(30)).await;
+    assert_eq!(rec["JobName"], format!("{id}-r1"));
+    for p in 1..=3 {
+        assert!(eventually(SECS(30), || !running(&format!("sleep {m}{p}"))).await, "process {p} of the tree outlived the cancel");
+    }
+    let job = b.job(&id).await;
+    assert_eq!(job["state"], "cancelled", "{job:#}");
+    assert_eq!(job["runs"], 1, "{job:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_past_its_timeout_is_timed_out_and_its_slurm_job_cancelled() {
+    let Some(conf) = slurm_conf("a_job_past_its_timeout_is_timed_out_and_its_slurm_job_cancelled") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let m = marker();
+    let id = b.submit(json!({"entrypoint": format!("sleep {m}"), "resources": {"cpu": 1}, "timeout_s": 3, "max_retries": 2})).await;
+    let sid = wait_submitted(&b, &id, 1).await;
+    // Slurm got the timeout as its time limit, in whole minutes.
+    let rec = wait_slurm(&conf, &sid, &["RUNNING"], SECS(30)).await;
+    assert_eq!(rec["TimeLimit"], "00:01:00");
+    let job = b.wait_state(&id, &["timed_out"], SECS(30)).await;
+    assert_eq!(job["runs"], 1, "a timeout is not retried: {job:#}");
+    assert!(job["reason"].as_str().unwrap_or_default().contains("timeout of 3 s"), "{job:#}");
+    wait_slurm(&conf, &sid, &["CANCELLED"], SECS(30)).await;
+    assert!(eventually(SECS(30), || !running(&format!("sleep {m}"))).await, "the job's process outlived its timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn work_berth_did_not_submit_counts_as_used_outside_berth() {
+    let Some(conf) = slurm_conf("work_berth_did_not_submit_counts_as_used_outside_berth") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &["--slurm-nodes-ms", "500"]).await;
+    // Someone else's job takes 12 of the node's 16 CPUs, straight through sbatch.
+    let m = marker();
+    let theirs = slurm(&conf, "sbatch", &["--parsable", "-c", "12", "-J", "not-berth", "-o", "/dev/null", "--wrap", &format!("sleep {m}")]);
+    let theirs = theirs.trim().split(';').next().unwrap().to_string();
+    wait_slurm(&conf, &theirs, &["RUNNING"], SECS(30)).await;
+    let node = wait_until("Berth sees the outside job", SECS(30), async || {
+        let (_, nodes) = b.get("/api/v1/nodes").await;
+        let n = nodes["nodes"][0].clone();
+        if n["used_outside"]["cpu"] == json!(12.0) { Ok(n) } else { Err(n.to_string()) }
+    })
+    .await;
+    assert_eq!(node["free"]["cpu"], json!(4.0), "{node}");
+    // Berth's own job beside it does not count as outside.
+    let small = b.submit(json!({"entrypoint": format!("sleep {m}1"), "resources": {"cpu": 2}})).await;
+    let small_sid = wait_submitted(&b, &small, 1).await;
+    wait_slurm(&conf, &small_sid, &["RUNNING"], SECS(30)).await;
+    // A job needing 8 CPUs waits in Berth (not in Slurm's queue) while that job holds them.
+    let big = b.submit(json!({"entrypoint": "echo big", "resources": {"cpu": 8}})).await;
+    let waiting = wait_until("the big job waiting with a reason", SECS(30), async || {
+        let j = b.job(&big).await;
+        if j["state"] == "pending" && j["reason"].as_str().is_some_and(|r| !r.is_empty()) { Ok(j) } else { Err(j.to_string()) }
+    })
+    .await;
+    let (_, nodes) = b.get("/api/v1/nodes").await;
+    assert_eq!(nodes["nodes"][0]["used_outside"]["cpu"], json!(12.0), "Berth's own 2 CPUs are not outside: {nodes}");
+    assert!(slurm_id(&b, &big, 1).is_none(), "sent to Slurm while the node had no room: {waiting:#}");
+    // Once the outside job ends, Berth admits it.
+    slurm(&conf, "scancel", &[&theirs]);
+    let done = b.wait_state(&big, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["runs"], 1, "{done:#}");
+    b.post(&format!("/api/v1/jobs/{small}/cancel"), &json!({})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn berth_killed_and_restarted_adopts_running_slurm_jobs_and_records_the_ended_one() {
+    let Some(conf) = slurm_conf("berth_killed_and_restarted_adopts_running_slurm_jobs_and_records_the_ended_one") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let mut b = berth_on(&conf, "", "lower_priority", &[]).await;
+    // Each job waits for its own file, then exits with its own code.
+    let gate = |name: &str, code: i32| format!("while [ ! -e {}/{name} ]; do sleep 0.1; done; echo {name} done; exit {code}", b.dir.display());
+    let ended = b.submit(json!({"entrypoint": gate("go-a", 4), "resources": {"cpu": 1}})).await;
+    let running_on = b.submit(json!({"entrypoint": gate("go-b", 0), "resources": {"cpu": 1}})).await;
+    let (sa, sb) = (wait_submitted(&b, &ended, 1).await, wait_submitted(&b, &running_on, 1).await);
+    wait_slurm(&conf, &sa, &["RUNNING"], SECS(30)).await;
+    wait_slurm(&conf, &sb, &["RUNNING"], SECS(30)).await;
+    b.wait_state(&ended, &["running"], SECS(30)).await;
+    b.wait_state(&running_on, &["running"], SECS(30)).await;
+
+    b.kill9();
+    // One job ends while Berth is away; the other keeps running.
+    b.file("go-a", "");
+    wait_slurm(&conf, &sa, &["FAILED"], SECS(30)).await;
+    b.spawn().await;
+    let a = b.wait_state(&ended, &["failed"], SECS(30)).await;
+    assert_eq!(a["exit_code"], 4, "the outcome of the run that ended meanwhile: {a:#}");
+    let still = b.job(&running_on).await;
+    assert_eq!(still["state"], "running", "{still:#}");
+    b.file("go-b", "");
+    let done = b.wait_state(&running_on, &["succeeded"], SECS(60)).await;
+    let (_, logs) = b.get_text(&format!("/api/v1/jobs/{running_on}/logs")).await;
+    assert!(logs.contains("go-b done"), "{logs}");
+    // Each job ran once: nothing was submitted again after the restart.
+    for (job, j) in [(&ended, &a), (&running_on, &done)] {
+        assert_eq!(j["runs"], 1, "{j:#}");
+        let named = slurm(&conf, "squeue", &["-h", "-t", "all", "-n", &format!("{job}-r1,{job}-r2"), "-o", "%i"]);
+        assert_eq!(named.split_whitespace().count(), 1, "Slurm jobs of {job}: {named}");
+    }
+}
+
+/// Slow (about 70 s): Slurm counts time limits in whole minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slurm_ending_a_job_at_its_time_limit_while_berth_is_away_is_a_timeout() {
+    let Some(conf) = slurm_conf("slurm_ending_a_job_at_its_time_limit_while_berth_is_away_is_a_timeout") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let mut b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let m = marker();
+    let id = b.submit(json!({"entrypoint": format!("sleep {m}"), "resources": {"cpu": 1}, "timeout_s": 60, "max_retries": 1})).await;
+    let sid = wait_submitted(&b, &id, 1).await;
+    wait_slurm(&conf, &sid, &["RUNNING"], SECS(30)).await;
+    b.wait_state(&id, &["running"], SECS(30)).await;
+    // Berth goes away; Slurm alone stops the job at its time limit.
+    b.kill9();
+    let rec = wait_slurm(&conf, &sid, &["TIMEOUT"], SECS(120)).await;
+    assert_eq!(rec["Reason"], "TimeLimit", "{rec:?}");
+    assert!(eventually(SECS(30), || !running(&format!("sleep {m}"))).await, "the job's process outlived Slurm's time limit");
+    b.spawn().await;
+    let job = b.wait_state(&id, &["timed_out"], SECS(30)).await;
+    assert!(job["reason"].as_str().unwrap_or_default().contains("Slurm's time limit"), "{job:#}");
+    assert_eq!(job["runs"], 1, "a timeout is not retried: {job:#}");
+}
