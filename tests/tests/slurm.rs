@@ -336,3 +336,120 @@ async fn slurm_ending_a_job_at_its_time_limit_while_berth_is_away_is_a_timeout()
     assert!(job["reason"].as_str().unwrap_or_default().contains("Slurm's time limit"), "{job:#}");
     assert_eq!(job["runs"], 1, "a timeout is not retried: {job:#}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn quota_and_priority_decide_what_slurm_receives_and_when() {
+    let Some(conf) = slurm_conf("quota_and_priority_decide_what_slurm_receives_and_when") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, ", nominal_quota: 1", "never", &[]).await;
+    let job = |p: i64, cmd: &str| json!({"entrypoint": cmd, "priority": p, "resources": {"cpu": 1}});
+    let first = b.submit(job(0, &format!("while [ ! -e {}/go ]; do sleep 0.1; done", b.dir.display()))).await;
+    let first_sid = wait_submitted(&b, &first, 1).await;
+    wait_slurm(&conf, &first_sid, &["RUNNING"], SECS(30)).await;
+    // Submitted low to high while the quota of 1 CPU is held: none reaches Slurm yet.
+    let mut ids = Vec::new();
+    for p in [1, 3, 2, 5] {
+        ids.push((p, b.submit(job(p, "true")).await));
+    }
+    wait_until("the four jobs waiting in Berth", SECS(30), async || {
+        for (_, id) in &ids {
+            let j = b.job(id).await;
+            if j["state"] != "pending" || j["reason"].as_str().unwrap_or_default().is_empty() {
+                return Err(j.to_string());
+            }
+        }
+        Ok(())
+    })
+    .await;
+    assert!(ids.iter().all(|(_, id)| slurm_id(&b, id, 1).is_none()), "Slurm received a job beyond the quota");
+    b.file("go", "");
+    let mut all: Vec<String> = ids.iter().map(|(_, id)| id.clone()).collect();
+    all.push(first);
+    let ended = b.wait_all_ended(&all, SECS(120)).await;
+    assert!(ended.iter().all(|j| j["state"] == "succeeded"), "{ended:#?}");
+    // Slurm received them by priority (its job ids grow with each submission), each after
+    // the one before had ended (the quota is 1 CPU).
+    let mut received: Vec<(u64, i64, HashMap<String, String>)> = ids
+        .iter()
+        .map(|(p, id)| {
+            let sid = slurm_id(&b, id, 1).expect("submitted");
+            (sid.parse().unwrap(), *p, slurm_record(&conf, &sid).expect("Slurm knows it"))
+        })
+        .collect();
+    received.sort_by_key(|r| r.0);
+    let order: Vec<i64> = received.iter().map(|r| r.1).collect();
+    assert_eq!(order, [5, 3, 2, 1], "the order Slurm received them in");
+    for w in received.windows(2) {
+        assert!(w[1].2["SubmitTime"] >= w[0].2["EndTime"], "two jobs of a 1-CPU quota overlapped in Slurm: {:?} / {:?}", w[0].2, w[1].2);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn preemption_cancels_the_slurm_job_and_requeues_it_in_berth() {
+    let Some(conf) = slurm_conf("preemption_cancels_the_slurm_job_and_requeues_it_in_berth") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, ", nominal_quota: 1", "lower_priority", &[]).await;
+    let m = marker();
+    // The first run sleeps (a marker to find its process), a later one ends at once.
+    let low = b.submit(json!({"entrypoint": format!("if [ \"$BERTH_RUN\" = 1 ]; then sleep {m}; fi; echo low-done"), "priority": 1, "resources": {"cpu": 1}})).await;
+    let low1 = wait_submitted(&b, &low, 1).await;
+    wait_slurm(&conf, &low1, &["RUNNING"], SECS(30)).await;
+    assert!(eventually(SECS(30), || running(&format!("sleep {m}"))).await, "the low job's process runs");
+    let high = b.submit(json!({"entrypoint": "echo high-done", "priority": 9, "resources": {"cpu": 1}})).await;
+    // The victim's Slurm job is cancelled, its process gone; it comes back as run 2, a new
+    // Slurm job.
+    wait_slurm(&conf, &low1, &["CANCELLED"], SECS(30)).await;
+    assert!(eventually(SECS(30), || !running(&format!("sleep {m}"))).await, "the preempted process is gone");
+    b.wait_state(&high, &["succeeded"], SECS(60)).await;
+    let done = b.wait_state(&low, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["runs"], 2, "{done:#}");
+    let low2 = slurm_id(&b, &low, 2).expect("run 2 submitted");
+    assert_ne!(low1, low2);
+    assert_eq!(wait_slurm(&conf, &low2, &["COMPLETED"], SECS(10)).await["JobName"], format!("{low}-r2"));
+    let preempted = b.events("kind=preempted").await;
+    assert_eq!(preempted.len(), 1, "{preempted:#?}");
+    assert_eq!(preempted[0]["job_id"], json!(low));
+}
+
+/// The running slurmctld's pid (from the test cluster's pid file).
+fn slurmctld_pid(conf: &str) -> Option<i32> {
+    let dir = std::path::Path::new(conf).parent()?.parent()?;
+    std::fs::read_to_string(dir.join("run/slurmctld.pid")).ok()?.trim().parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slurmctld_stopped_mid_run_and_restarted_loses_nothing() {
+    let Some(conf) = slurm_conf("slurmctld_stopped_mid_run_and_restarted_loses_nothing") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &["--slurm-nodes-ms", "500"]).await;
+    let gate = format!("while [ ! -e {}/go ]; do sleep 0.1; done; echo through; exit 5", b.dir.display());
+    let during = b.submit(json!({"entrypoint": gate, "resources": {"cpu": 1}})).await;
+    let sid = wait_submitted(&b, &during, 1).await;
+    wait_slurm(&conf, &sid, &["RUNNING"], SECS(30)).await;
+    // The controller goes away (its state saved); the job ends while it is away.
+    let pid = slurmctld_pid(&conf).expect("slurmctld pid file");
+    assert!(Command::new("kill").arg(pid.to_string()).status().unwrap().success());
+    assert!(eventually(SECS(30), || !common::berth::alive(pid)).await, "slurmctld did not stop");
+    b.file("go", "");
+    // A job submitted meanwhile waits in Berth: no retry spent.
+    let after = b.submit(json!({"entrypoint": "echo after", "resources": {"cpu": 1}, "max_retries": 0})).await;
+    let waiting = wait_until("the new job waiting for Slurm", SECS(60), async || {
+        let j = b.job(&after).await;
+        if j["state"] == "pending" && j["reason"].as_str().unwrap_or_default().contains("unavailable") { Ok(j) } else { Err(j.to_string()) }
+    })
+    .await;
+    assert_eq!(waiting["retries"], 0, "{waiting:#}");
+    // The controller comes back with its saved state.
+    let started = Command::new("slurmctld").args(["-f", &conf]).env("SLURM_CONF", &conf).env_remove("SLURM_JWT").current_dir("/tmp").status().unwrap();
+    assert!(started.success(), "slurmctld restarts");
+    let first = b.wait_state(&during, &["failed"], SECS(90)).await;
+    assert_eq!(first["exit_code"], 5, "{first:#}");
+    assert_eq!(first["runs"], 1, "{first:#}");
+    let second = b.wait_state(&after, &["succeeded"], SECS(90)).await;
+    assert_eq!(second["runs"], 1, "{second:#}");
+    let (_, logs) = b.get_text(&format!("/api/v1/jobs/{during}/logs")).await;
+    assert!(logs.contains("through"), "{logs}");
+}
