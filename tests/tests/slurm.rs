@@ -1,8 +1,9 @@
-//! Jobs on a real Slurm cluster: the real `berth` binary with `--no-local --slurm
-//! hpc=SLURM_CONF`, the single-node cluster `.ci/slurm.sh start` runs (node n1: 16 CPUs,
-//! 64000 MB, 4 GPUs `gpu:a100`, features a100,spot, partitions cpu and gpu). `make test`
-//! starts it and sets BERTH_TEST_SLURM to its slurm.conf; without it each test says it is
-//! skipped and why, and checks nothing.
+//! Jobs on real Slurm clusters: the real `berth` binary with `--no-local --slurm
+//! hpc=SLURM_CONF`, the single-node clusters `.ci/slurm.sh start` runs (`berthtest`, node
+//! n1: 16 CPUs, 64000 MB, 4 GPUs `gpu:a100`, features a100,spot, partitions cpu and gpu;
+//! `berthcpu`: 8 CPUs, no GPUs, feature spot). `make test` starts them and sets
+//! BERTH_TEST_SLURM to their slurm.conf paths (`GPU_CONF:CPU_CONF`); without it each test
+//! says it is skipped and why, and checks nothing.
 //!
 //! The tests share the one cluster, so they take turns (a lock), start from an empty Slurm
 //! queue, and check what Slurm itself saw with its own commands.
@@ -22,15 +23,21 @@ const SECS: fn(u64) -> Duration = Duration::from_secs;
 /// One test at a time on the shared cluster (each Berth counts its 16 CPUs as its own).
 static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// The test cluster's slurm.conf, or `None` after saying why the test is skipped.
-fn slurm_conf(test: &str) -> Option<String> {
+/// The slurm.conf paths of BERTH_TEST_SLURM (`GPU_CONF:CPU_CONF`), or `None` after saying
+/// why the test is skipped.
+fn slurm_confs(test: &str) -> Option<Vec<String>> {
     match std::env::var("BERTH_TEST_SLURM") {
-        Ok(conf) if !conf.trim().is_empty() => Some(conf.trim().to_string()),
+        Ok(confs) if !confs.trim().is_empty() => Some(confs.trim().split(':').map(str::to_string).collect()),
         _ => {
-            eprintln!("SKIPPED {test}: BERTH_TEST_SLURM is not set; it names the slurm.conf of a test cluster (`BERTH_TEST_SLURM=$(.ci/slurm.sh start)`)");
+            eprintln!("SKIPPED {test}: BERTH_TEST_SLURM is not set; it names the slurm.conf of the test clusters (`BERTH_TEST_SLURM=$(.ci/slurm.sh start)`)");
             None
         }
     }
+}
+
+/// The GPU test cluster's slurm.conf, or `None` after saying why the test is skipped.
+fn slurm_conf(test: &str) -> Option<String> {
+    slurm_confs(test).map(|c| c[0].clone())
 }
 
 /// A Slurm command against the test cluster; its standard output (panics on failure).
@@ -452,4 +459,79 @@ async fn slurmctld_stopped_mid_run_and_restarted_loses_nothing() {
     assert_eq!(second["runs"], 1, "{second:#}");
     let (_, logs) = b.get_text(&format!("/api/v1/jobs/{during}/logs")).await;
     assert!(logs.contains("through"), "{logs}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_queue_feeds_local_and_two_slurm_clusters_by_its_flavors() {
+    let Some(confs) = slurm_confs("one_queue_feeds_local_and_two_slurm_clusters_by_its_flavors") else { return };
+    let [gpus, cpus] = &confs[..] else { panic!("BERTH_TEST_SLURM must name two slurm.conf files, GPU_CONF:CPU_CONF (.ci/slurm.sh start), got {confs:?}") };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(gpus).await;
+    empty_queue(cpus).await;
+    let (a, c) = (format!("gpus={gpus}"), format!("cpus={cpus}"));
+    let b = Berth::start(Backend::Sqlite, &["--local-cpus", "1", "--local-gpus", "0", "--slurm", &a, "--slurm", &c, "--slurm-poll-ms", "100"]).await;
+    // Each cluster's node says which cluster it is.
+    let (_, nodes) = b.get("/api/v1/nodes").await;
+    let mut by_id: Vec<(String, String, String)> = nodes["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["id"].as_str().unwrap().to_string(), n["backend"].as_str().unwrap().to_string(), n["labels"]["slurm.cluster"].as_str().unwrap_or("").to_string()))
+        .collect();
+    by_id.sort();
+    assert_eq!(by_id.len(), 3, "{nodes}");
+    assert_eq!((by_id[0].0.as_str(), by_id[0].1.as_str(), by_id[0].2.as_str()), ("cpus:n1", "cpus", "cpus"), "{nodes}");
+    assert_eq!((by_id[1].0.as_str(), by_id[1].1.as_str(), by_id[1].2.as_str()), ("gpus:n1", "gpus", "gpus"), "{nodes}");
+    assert_eq!(by_id[2].1, "local", "{nodes}");
+    // One queue: the CPU cluster first (1 CPU of quota), then this host (1), then the GPU
+    // cluster, the only one with GPUs.
+    b.apply(
+        r#"
+resource_flavors:
+  - name: batch
+    selector: [{key: slurm.cluster, operator: in, values: [cpus]}]
+  - name: here
+    selector: [{key: backend, operator: in, values: [local]}]
+  - name: gpu
+    selector: [{key: feature.a100, operator: in, values: ["true"]}]
+resource_queues:
+  - name: q
+    resource_groups:
+      - covered_resources: [cpu, gpu, memory_gb]
+        flavors:
+          - {name: batch, resources: [{name: cpu, nominal_quota: 1}]}
+          - {name: here, resources: [{name: cpu, nominal_quota: 1}]}
+          - {name: gpu, resources: [{name: cpu}]}
+scheduling_rules:
+  - resource_queue: q
+    priority_policy: {default: 0, min: 0, max: 100, on_violation: reject}
+"#,
+    )
+    .await;
+    let gate = format!("while [ ! -e {}/go ]; do sleep 0.1; done; echo on $SLURM_CLUSTER_NAME", b.dir.display());
+    let gpu_job = b.submit(json!({"entrypoint": "echo gpus=$CUDA_VISIBLE_DEVICES", "resources": {"cpu": 1, "gpu": 1}})).await;
+    let done = b.wait_state(&gpu_job, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["node"], "gpus:n1", "a GPU job lands only where there are GPUs: {done:#}");
+    let mut placed = Vec::new();
+    for _ in 0..3 {
+        let id = b.submit(json!({"entrypoint": gate, "resources": {"cpu": 1}})).await;
+        placed.push(b.wait_state(&id, &["running"], SECS(60)).await);
+    }
+    let nodes: Vec<&str> = placed.iter().map(|j| j["node"].as_str().unwrap_or("")).collect();
+    assert_eq!(nodes[0], "cpus:n1", "{placed:#?}");
+    assert!(!nodes[1].contains(':'), "the second CPU job runs on this host: {placed:#?}");
+    assert_eq!(nodes[2], "gpus:n1", "{placed:#?}");
+    b.file("go", "");
+    let ids: Vec<String> = placed.iter().map(|j| j["id"].as_str().unwrap().to_string()).collect();
+    let ended = b.wait_all_ended(&ids, SECS(60)).await;
+    assert!(ended.iter().all(|j| j["state"] == "succeeded"), "{ended:#?}");
+    // Each Slurm cluster ran the job Berth placed there.
+    let on = |conf: &str, id: &str, backend: &str| -> String {
+        let sid = std::fs::read_to_string(b.dir.join("data/slurm").join(backend).join(format!("{id}-r1/slurm_job_id"))).unwrap();
+        slurm_record(conf, sid.trim()).expect("Slurm knows it")["JobName"].clone()
+    };
+    assert_eq!(on(cpus, &ids[0], "cpus"), format!("{}-r1", ids[0]));
+    assert_eq!(on(gpus, &ids[2], "gpus"), format!("{}-r1", ids[2]));
+    let (_, log) = b.get_text(&format!("/api/v1/jobs/{}/logs", ids[0])).await;
+    assert!(log.contains("on berthcpu"), "{log}");
 }

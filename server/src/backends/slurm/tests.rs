@@ -42,6 +42,7 @@ fn a_node_line_becomes_a_node_with_labels_and_what_slurm_allocated() {
             ("gpu.type", "a100"),
             ("partition.cpu", "true"),
             ("partition.gpu", "true"),
+            ("slurm.cluster", "hpc"),
             ("slurm.node", "n1")
         ]
     );

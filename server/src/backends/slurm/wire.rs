@@ -240,6 +240,7 @@ pub(super) fn parse_nodes(backend: &str, text: &str) -> Vec<Listed> {
             }
             let mut labels: Labels = BTreeMap::new();
             labels.insert("backend".into(), "slurm".into());
+            labels.insert("slurm.cluster".into(), backend.to_string());
             labels.insert("slurm.node".into(), name.clone());
             let partitions = list("Partitions");
             for p in &partitions {
