@@ -535,3 +535,37 @@ scheduling_rules:
     let (_, log) = b.get_text(&format!("/api/v1/jobs/{}/logs", ids[0])).await;
     assert!(log.contains("on berthcpu"), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn slurms_queue_holds_only_the_runs_berth_admitted_up_to_the_in_flight_cap() {
+    let Some(conf) = slurm_conf("slurms_queue_holds_only_the_runs_berth_admitted_up_to_the_in_flight_cap") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &["--slurm-max-in-flight", "2"]).await;
+    let gate = format!("while [ ! -e {}/go ]; do sleep 0.1; done", b.dir.display());
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(b.submit(json!({"entrypoint": gate, "resources": {"cpu": 1}})).await);
+    }
+    // Two in Slurm, three waiting in Berth saying why, with room for all on the node.
+    let waiting = wait_until("two running, three held back by the cap", SECS(30), async || {
+        let mut running = 0;
+        let mut held = Vec::new();
+        for id in &ids {
+            let j = b.job(id).await;
+            match j["state"].as_str() {
+                Some("running") => running += 1,
+                Some("pending") if j["reason"].as_str().unwrap_or_default().contains("in flight") => held.push(j),
+                _ => {}
+            }
+        }
+        if running == 2 && held.len() == 3 { Ok(held) } else { Err(format!("{running} running, {} held", held.len())) }
+    })
+    .await;
+    assert!(waiting[0]["reason"].as_str().unwrap().contains("hpc"), "{:#}", waiting[0]);
+    let queued = slurm(&conf, "squeue", &["-h", "-o", "%j"]);
+    assert_eq!(queued.split_whitespace().count(), 2, "Slurm's queue: {queued}");
+    b.file("go", "");
+    let ended = b.wait_all_ended(&ids, SECS(60)).await;
+    assert!(ended.iter().all(|j| j["state"] == "succeeded" && j["runs"] == 1), "{ended:#?}");
+}

@@ -131,6 +131,10 @@ pub struct SlurmBackend {
     /// Why the last node refresh failed; `None` while Slurm answers.
     unreachable: Mutex<Option<String>>,
     watched: Mutex<HashMap<String, Watch>>,
+    /// When the node list in `nodes` was asked for.
+    nodes_at: Mutex<Option<Instant>>,
+    /// Berth's jobs that ended since then (see [`outside`]).
+    ended: Mutex<Vec<Ended>>,
 }
 
 impl std::fmt::Debug for SlurmBackend {
@@ -148,7 +152,7 @@ impl SlurmBackend {
             return Err(format!("slurm `{}`: the run directory `{}` must be absolute", cfg.name, cfg.run_dir.display()));
         }
         std::fs::create_dir_all(&cfg.run_dir).map_err(|e| format!("slurm `{}`: cannot create {}: {e}", cfg.name, cfg.run_dir.display()))?;
-        let backend = Arc::new(SlurmBackend { cfg, exits, nodes: RwLock::default(), unreachable: Mutex::new(None), watched: Mutex::default() });
+        let backend = Arc::new(SlurmBackend { cfg, exits, nodes: RwLock::default(), unreachable: Mutex::new(None), watched: Mutex::default(), nodes_at: Mutex::new(None), ended: Mutex::default() });
         tokio::spawn(nodes_task(Arc::downgrade(&backend)));
         tokio::spawn(status_task(Arc::downgrade(&backend)));
         Ok(backend)
@@ -169,9 +173,12 @@ impl SlurmBackend {
     /// Reads the node list once; on failure the last known nodes stay.
     pub async fn refresh_nodes(&self) -> Result<(), BackendError> {
         let args: Vec<String> = ["-d", "show", "node", "-o"].map(String::from).to_vec();
+        let asked = Instant::now();
         match self.run("scontrol", &args).await {
             Ok(text) => {
                 *self.nodes.write().unwrap_or_else(|e| e.into_inner()) = parse_nodes(&self.cfg.name, &text);
+                *lock(&self.nodes_at) = Some(asked);
+                lock(&self.ended).retain(|e| e.at > asked);
                 if self.lock_unreachable().take().is_some() {
                     tracing::info!(backend = %self.cfg.name, "Slurm answers again");
                 }
@@ -369,6 +376,9 @@ impl SlurmBackend {
                 }
             };
             let Some(w) = self.lock_watched().remove(&id) else { continue };
+            if let Some(held) = w.held.clone() {
+                lock(&self.ended).push(Ended { at: Instant::now(), held });
+            }
             tracing::debug!(run = %run.key(), job = %id, ?outcome, "Slurm job ended");
             if !w.stopping {
                 let _ = self.exits.send(Exit { run: w.run, outcome });
@@ -411,20 +421,36 @@ impl SlurmBackend {
             }
         }
     }
+}
 
-    /// What Slurm has allocated on `node` to jobs Berth does not watch.
-    fn outside(&self, listed: &Listed, watched: &HashMap<String, Watch>) -> Resources {
-        let mut mine: BTreeMap<Name, Milli> = BTreeMap::new();
-        for (node, held) in watched.values().filter_map(|w| w.held.as_ref()) {
-            if *node == listed.node.id {
-                for (n, m) in held.iter() {
-                    let e = mine.entry(n.clone()).or_default();
-                    *e = e.plus(m);
-                }
+/// What Slurm has allocated on `listed` to work that is not Berth's: its allocation as the
+/// node list was read at `listed_at`, minus Berth's jobs holding there now (`held`) and
+/// minus those that ended after that read (`ended`: end time, node, what they held), which
+/// that allocation still counts. Without the second part, capacity a Berth job frees would
+/// look taken by someone else until the next node read.
+fn outside<'a>(listed: &Listed, listed_at: Option<Instant>, held: impl Iterator<Item = &'a (Name, Resources)>, ended: &'a [Ended]) -> Resources {
+    let mut mine: BTreeMap<Name, Milli> = BTreeMap::new();
+    let after_read = ended.iter().filter(|e| listed_at.is_none_or(|at| e.at > at)).map(|e| &e.held);
+    for (node, res) in held.chain(after_read) {
+        if *node == listed.node.id {
+            for (n, m) in res.iter() {
+                let e = mine.entry(n.clone()).or_default();
+                *e = e.plus(m);
             }
         }
-        Resources::new(listed.allocated.iter().map(|(n, m)| (n.clone(), Milli(m.minus(mine.get(n).copied().unwrap_or_default()).0.max(0)))))
     }
+    Resources::new(listed.allocated.iter().map(|(n, m)| (n.clone(), Milli(m.minus(mine.get(n).copied().unwrap_or_default()).0.max(0)))))
+}
+
+/// A Berth job seen to end while it held an allocation.
+#[derive(Debug, Clone)]
+struct Ended {
+    at: Instant,
+    held: (Name, Resources),
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The last `tail` bytes of a file (all of it, up to 64 MiB, when `None`).
@@ -452,7 +478,11 @@ impl Backend for SlurmBackend {
     fn nodes(&self) -> Vec<Node> {
         let listed = self.nodes.read().unwrap_or_else(|e| e.into_inner());
         let watched = self.lock_watched();
-        listed.iter().map(|l| Node { used_outside: self.outside(l, &watched), ..l.node.clone() }).collect()
+        let (listed_at, ended) = (*lock(&self.nodes_at), lock(&self.ended).clone());
+        listed
+            .iter()
+            .map(|l| Node { used_outside: outside(l, listed_at, watched.values().filter_map(|w| w.held.as_ref()), &ended), ..l.node.clone() })
+            .collect()
     }
 
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {

@@ -161,3 +161,22 @@ fn sbatch_ids_and_key_values_are_read_defensively() {
     assert_eq!(megabytes("-1M"), None);
     assert_eq!(megabytes(""), None);
 }
+
+#[test]
+fn outside_work_is_slurms_allocation_minus_berths_jobs_including_those_ended_since_the_read() {
+    let listed = parse_nodes("hpc", NODE).remove(0); // 3 CPUs, 2 GB, 2 GPUs allocated
+    let read = Instant::now();
+    let mine: (Name, Resources) = ("hpc:n1".into(), Resources::new([("cpu", Milli::units(1)), ("memory_gb", Milli::units(1)), ("gpu", Milli::units(1))]));
+    let elsewhere: (Name, Resources) = ("hpc:n2".into(), Resources::units(&[("cpu", 2)]));
+    let held = [mine.clone(), elsewhere];
+    assert_eq!(outside(&listed, Some(read), held.iter(), &[]), Resources::new([("cpu", Milli::units(2)), ("memory_gb", Milli::units(1)), ("gpu", Milli::units(1))]));
+    // A Berth job that ended after the read is still in Slurm's figures: not outside.
+    let ended = [Ended { at: read + Duration::from_millis(1), held: mine.clone() }];
+    assert_eq!(outside(&listed, Some(read), held.iter(), &ended), Resources::units(&[("cpu", 1)]));
+    // One that ended before the read is not in them any more.
+    let old = [Ended { at: read - Duration::from_millis(1), held: mine }];
+    assert_eq!(outside(&listed, Some(read), held.iter(), &old), Resources::new([("cpu", Milli::units(2)), ("memory_gb", Milli::units(1)), ("gpu", Milli::units(1))]));
+    // Never below zero.
+    let big: (Name, Resources) = ("hpc:n1".into(), Resources::units(&[("cpu", 10)]));
+    assert_eq!(outside(&listed, Some(read), [big].iter(), &[]).get("cpu"), Milli::ZERO);
+}
