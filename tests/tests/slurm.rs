@@ -47,8 +47,11 @@ fn slurm(conf: &str, program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Cancels everything in the test cluster's queue and waits until nothing holds the node.
+/// Puts the node back in service if a failed test left it drained, cancels everything in
+/// the test cluster's queue and waits until nothing holds the node.
 async fn empty_queue(conf: &str) {
+    // Refused (and harmless) when the node is in service.
+    let _ = Command::new("scontrol").args(["update", "nodename=n1", "state=resume"]).env("SLURM_CONF", conf).env_remove("SLURM_JWT").output();
     let ids = slurm(conf, "squeue", &["-h", "-o", "%i"]);
     let ids: Vec<&str> = ids.split_whitespace().collect();
     if !ids.is_empty() {
@@ -568,4 +571,47 @@ async fn slurms_queue_holds_only_the_runs_berth_admitted_up_to_the_in_flight_cap
     b.file("go", "");
     let ended = b.wait_all_ended(&ids, SECS(60)).await;
     assert!(ended.iter().all(|j| j["state"] == "succeeded" && j["runs"] == 1), "{ended:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_for_a_drained_node_waits_for_it_and_one_no_node_could_take_is_refused() {
+    let Some(conf) = slurm_conf("a_job_for_a_drained_node_waits_for_it_and_one_no_node_could_take_is_refused") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &["--slurm-nodes-ms", "500"]).await;
+    slurm(&conf, "scontrol", &["update", "nodename=n1", "state=drain", "reason=berth-test"]);
+    // The node is gone from Berth's nodes while drained...
+    let undrain = || slurm(&conf, "scontrol", &["update", "nodename=n1", "state=resume"]);
+    let gone = wait_until("the drained node gone from Berth's nodes", SECS(30), async || {
+        let (_, nodes) = b.get("/api/v1/nodes").await;
+        if nodes["nodes"].as_array().is_some_and(Vec::is_empty) { Ok(()) } else { Err(nodes.to_string()) }
+    });
+    gone.await;
+    // ...but a job it could take is accepted, and waits saying why.
+    let (status, job) = b.post("/api/v1/jobs", &json!({"entrypoint": "echo after-drain", "resources": {"cpu": 1}})).await;
+    if status != 201 {
+        undrain();
+        panic!("refused while the node was drained: {status} {job}");
+    }
+    let id = job["id"].as_str().unwrap().to_string();
+    let waiting = wait_until("the job waiting for the drained node", SECS(30), async || {
+        let j = b.job(&id).await;
+        if j["state"] == "pending" && j["reason"].as_str().unwrap_or_default().contains("no node matches") { Ok(j) } else { Err(j.to_string()) }
+    })
+    .await;
+    assert!(slurm_id(&b, &id, 1).is_none(), "sent to Slurm while drained: {waiting:#}");
+    // A job no node could ever take (more CPUs than the node has) is refused at once.
+    let (status, too_big) = b.post("/api/v1/jobs", &json!({"entrypoint": "true", "resources": {"cpu": 64}})).await;
+    assert_eq!(status, 422, "{too_big}");
+    assert!(too_big.to_string().contains("hpc:n1"), "the reason names the biggest node: {too_big}");
+    // A flavor on a feature no node has refuses its jobs, saying so.
+    b.apply(&config("h100", "", "lower_priority")).await;
+    let (status, no_feature) = b.post("/api/v1/jobs", &json!({"entrypoint": "true", "resources": {"cpu": 1}})).await;
+    assert_eq!(status, 422, "{no_feature}");
+    assert!(no_feature.to_string().contains("no node matches"), "{no_feature}");
+    b.apply(&config("a100", "", "lower_priority")).await;
+    // Back in service: the waiting job runs.
+    undrain();
+    let done = b.wait_state(&id, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["runs"], 1, "{done:#}");
 }

@@ -132,10 +132,14 @@ impl Loop {
         }
         // Capacity.
         let nodes = self.backends.nodes();
+        let known = self.backends.known_nodes();
+        let known_changed = *self.shared.read().unwrap_or_else(|e| e.into_inner()).known != known;
         if nodes != self.state.nodes {
             self.state.nodes = nodes;
-            self.publish();
             self.dirty = true;
+            self.publish(known);
+        } else if known_changed {
+            self.publish(known);
         }
     }
 

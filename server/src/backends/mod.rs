@@ -159,6 +159,12 @@ pub trait Backend: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// The nodes it offers now.
     fn nodes(&self) -> Vec<Node>;
+    /// Every node its configuration has, also those absent now (down, drained): what a
+    /// submission is checked against, so a job only such a node could take waits for it
+    /// rather than being refused. The default: the nodes it offers now.
+    fn known_nodes(&self) -> Vec<Node> {
+        self.nodes()
+    }
     /// Starts a run; returns a handle to store (pid, submission id…). Must not block long.
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>>;
     /// Stops a run and everything it spawned. Returns once the stop is under way; the
@@ -246,6 +252,11 @@ impl Registry {
     /// Every node of every backend.
     pub fn nodes(&self) -> Vec<Node> {
         self.backends.values().flat_map(|b| b.nodes()).collect()
+    }
+
+    /// Every node any backend's configuration has (see [`Backend::known_nodes`]).
+    pub fn known_nodes(&self) -> Vec<Node> {
+        self.backends.values().flat_map(|b| b.known_nodes()).collect()
     }
 
     /// The in-flight caps of the backends that have one, as the engine applies them.

@@ -170,7 +170,7 @@ impl Runtime {
         settings: Settings,
         packages: Arc<Packages>,
     ) -> anyhow::Result<Runtime> {
-        let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
+        let shared = Arc::new(RwLock::new(Shared::of(&backends)));
         let (tx, rx) = mpsc::unbounded_channel();
         let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.subscribe(), rx, exits, Arc::new(SystemClock));
         lp.recover().await?;
@@ -189,6 +189,12 @@ impl Runtime {
         let active = self.config.active();
         let s = self.shared.read().unwrap_or_else(|e| e.into_inner());
         (active.compiled.clone(), active.version, s.nodes.clone())
+    }
+
+    /// Every node the backends' configurations have, absent ones included (what a
+    /// submission is checked against, see [`crate::backends::Backend::known_nodes`]).
+    fn known_nodes(&self) -> Arc<Vec<Node>> {
+        self.shared.read().unwrap_or_else(|e| e.into_inner()).known.clone()
     }
 
     /// The nodes every backend reported at the last snapshot (what a preview replays on).
@@ -289,7 +295,8 @@ impl Runtime {
         let env = &row.spec.runtime_env;
         let plain = env.other.is_empty() && !env.working_dir.as_deref().is_some_and(app::request::is_uri);
         let (Some(queue), false) = (&row.queue, plain || row.state == JobState::Rejected) else { return Ok(()) };
-        let (compiled, _, nodes) = self.shared();
+        let (compiled, _, _) = self.shared();
+        let nodes = self.known_nodes();
         let request = request::check(&row.spec).map_err(RuntimeError::Invalid)?;
         let Ok(holding) = engine::nodes_that_hold(&compiled, &nodes, queue, &request) else { return Ok(()) };
         let mut backends: Vec<&str> = holding.iter().map(|n| &*n.backend).collect();
@@ -305,8 +312,8 @@ impl Runtime {
 
     /// A job row ready to store under the config in force (see [`prepare`]).
     fn prepare(&self, req: JobRequest, submitter: &str, stage: Option<&str>) -> Result<JobRow, RuntimeError> {
-        let (compiled, version, nodes) = self.shared();
-        prepare(&compiled, version, &nodes, req, submitter, stage, now_us())
+        let (compiled, version, _) = self.shared();
+        prepare(&compiled, version, &self.known_nodes(), req, submitter, stage, now_us())
     }
 
     async fn ask<T: Send + 'static>(&self, f: impl FnOnce(&State) -> T + Send + 'static) -> Result<T, RuntimeError> {

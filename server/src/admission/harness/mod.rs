@@ -72,7 +72,7 @@ fn new_loop(
     if let Some(b) = backend {
         backends.register(b).unwrap();
     }
-    let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
+    let shared = Arc::new(RwLock::new(Shared::of(&backends)));
     let (cmds, cmds_rx) = mpsc::unbounded_channel();
     let (exits, exits_rx) = mpsc::unbounded_channel();
     let lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());

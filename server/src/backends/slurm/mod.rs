@@ -99,6 +99,8 @@ pub(super) struct Listed {
     pub partitions: Vec<String>,
     /// Everything Slurm has allocated there (Berth's jobs included).
     pub allocated: Resources,
+    /// It can take work now (not down, drained, silent…); others are only known.
+    pub usable: bool,
 }
 
 /// A job this server watches, by Slurm job id.
@@ -221,7 +223,8 @@ impl SlurmBackend {
         let (slurm_node, node_partitions) = {
             let nodes = self.nodes.read().unwrap_or_else(|e| e.into_inner());
             match nodes.iter().find(|l| *l.node.id == *spec.node) {
-                Some(l) => (l.slurm_name.clone(), l.partitions.clone()),
+                Some(l) if l.usable => (l.slurm_name.clone(), l.partitions.clone()),
+                Some(_) => return Err(BackendError::Unavailable(format!("Slurm node {} cannot take work now", spec.node))),
                 None => return Err(BackendError::Unavailable(format!("Slurm node {} is not available now", spec.node))),
             }
         };
@@ -481,8 +484,15 @@ impl Backend for SlurmBackend {
         let (listed_at, ended) = (*lock(&self.nodes_at), lock(&self.ended).clone());
         listed
             .iter()
+            .filter(|l| l.usable)
             .map(|l| Node { used_outside: outside(l, listed_at, watched.values().filter_map(|w| w.held.as_ref()), &ended), ..l.node.clone() })
             .collect()
+    }
+
+    /// Every node of the cluster, down and drained ones too: a job only they could take
+    /// waits for them.
+    fn known_nodes(&self) -> Vec<Node> {
+        self.nodes.read().unwrap_or_else(|e| e.into_inner()).iter().map(|l| l.node.clone()).collect()
     }
 
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {

@@ -49,12 +49,13 @@ fn a_node_line_becomes_a_node_with_labels_and_what_slurm_allocated() {
 }
 
 #[test]
-fn drained_down_and_silent_nodes_are_absent() {
+fn drained_down_and_silent_nodes_are_known_but_not_usable() {
     for state in ["IDLE+DRAIN", "MIXED+DRAIN", "DOWN", "DOWN+NOT_RESPONDING", "IDLE*", "IDLE+POWERED_DOWN", "UNKNOWN", "FUTURE", "INVAL"] {
-        assert!(parse_nodes("hpc", &NODE.replace("State=MIXED", &format!("State={state}"))).is_empty(), "{state}");
+        let nodes = parse_nodes("hpc", &NODE.replace("State=MIXED", &format!("State={state}")));
+        assert!(nodes.len() == 1 && !nodes[0].usable, "{state}");
     }
     for state in ["IDLE", "ALLOCATED", "MIXED", "IDLE+CLOUD"] {
-        assert_eq!(parse_nodes("hpc", &NODE.replace("State=MIXED", &format!("State={state}"))).len(), 1, "{state}");
+        assert!(parse_nodes("hpc", &NODE.replace("State=MIXED", &format!("State={state}")))[0].usable, "{state}");
     }
     // A node in one partition also says it with `partition=`.
     let one = parse_nodes("hpc", &NODE.replace("Partitions=cpu,gpu", "Partitions=gpu"));

@@ -207,16 +207,15 @@ pub(super) fn node_id(backend: &str, slurm_node: &str) -> String {
     format!("{backend}:{slurm_node}")
 }
 
-/// The nodes of `scontrol -d show node -o` (usable ones, sorted by id).
+/// The nodes of `scontrol -d show node -o`, sorted by id, each saying whether it can take
+/// work now ([`usable`]).
 pub(super) fn parse_nodes(backend: &str, text: &str) -> Vec<Listed> {
     let mut out: Vec<Listed> = text
         .lines()
         .filter_map(|line| {
             let kv = key_values(line);
             let name = kv.get("NodeName")?.clone();
-            if !usable(kv.get("State").map(String::as_str).unwrap_or("")) {
-                return None;
-            }
+            let usable = usable(kv.get("State").map(String::as_str).unwrap_or(""));
             let num = |k: &str| kv.get(k).and_then(|v| v.parse::<f64>().ok()).filter(|x| x.is_finite() && *x >= 0.0);
             let list = |k: &str| -> Vec<String> {
                 kv.get(k).map(|v| v.split(',').map(str::trim).filter(|s| !s.is_empty() && *s != "(null)").map(String::from).collect()).unwrap_or_default()
@@ -264,7 +263,7 @@ pub(super) fn parse_nodes(backend: &str, text: &str) -> Vec<Listed> {
                 capacity: Resources::new(capacity),
                 used_outside: Resources::default(),
             };
-            Some(Listed { node, slurm_name: name, partitions, allocated: Resources::new(used) })
+            Some(Listed { node, slurm_name: name, partitions, allocated: Resources::new(used), usable })
         })
         .collect();
     out.sort_by(|a, b| a.node.id.cmp(&b.node.id));
