@@ -615,3 +615,64 @@ async fn a_job_for_a_drained_node_waits_for_it_and_one_no_node_could_take_is_ref
     let done = b.wait_state(&id, &["succeeded"], SECS(60)).await;
     assert_eq!(done["runs"], 1, "{done:#}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_queue_feeds_this_host_ray_and_slurm_by_its_flavors() {
+    let test = "one_queue_feeds_this_host_ray_and_slurm_by_its_flavors";
+    let Some(conf) = slurm_conf(test) else { return };
+    let Some(ray) = std::env::var("BERTH_TEST_RAY_URL").ok().filter(|u| !u.trim().is_empty()) else {
+        eprintln!("SKIPPED {test}: BERTH_TEST_RAY_URL is not set; it names a Ray head's dashboard (`BERTH_TEST_RAY_URL=$(.ci/ray.sh start)`)");
+        return;
+    };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let (slurm_arg, ray_arg) = (format!("hpc={conf}"), format!("ray={}", ray.trim_end_matches('/')));
+    let b = Berth::start(Backend::Sqlite, &["--local-cpus", "1", "--slurm", &slurm_arg, "--ray", &ray_arg, "--slurm-poll-ms", "100", "--ray-poll-ms", "200"]).await;
+    // One queue, three flavors in order, 1 CPU of quota each: Slurm, then Ray (the test head
+    // is labelled pool=test), then this host.
+    b.apply(
+        r#"
+resource_flavors:
+  - name: slurm
+    selector: [{key: slurm.cluster, operator: in, values: [hpc]}]
+  - name: ray
+    selector: [{key: pool, operator: in, values: [test]}]
+  - name: here
+    selector: [{key: backend, operator: in, values: [local]}]
+resource_queues:
+  - name: q
+    resource_groups:
+      - covered_resources: [cpu, gpu, memory_gb]
+        flavors:
+          - {name: slurm, resources: [{name: cpu, nominal_quota: 1}]}
+          - {name: ray, resources: [{name: cpu, nominal_quota: 1}]}
+          - {name: here, resources: [{name: cpu, nominal_quota: 1}]}
+scheduling_rules:
+  - resource_queue: q
+    priority_policy: {default: 0, min: 0, max: 100, on_violation: reject}
+"#,
+    )
+    .await;
+    let gate = format!("while [ ! -e {}/go ]; do sleep 0.1; done; echo through", b.dir.display());
+    let mut placed = Vec::new();
+    for _ in 0..3 {
+        let id = b.submit(json!({"entrypoint": gate, "resources": {"cpu": 1}})).await;
+        placed.push(b.wait_state(&id, &["running"], SECS(60)).await);
+    }
+    let backends: Vec<String> = placed
+        .iter()
+        .map(|j| {
+            let node = j["node"].as_str().unwrap_or("");
+            node.split_once(':').map_or("local", |(b, _)| b).to_string()
+        })
+        .collect();
+    assert_eq!(backends, ["hpc", "ray", "local"], "{placed:#?}");
+    b.file("go", "");
+    let ids: Vec<String> = placed.iter().map(|j| j["id"].as_str().unwrap().to_string()).collect();
+    let ended = b.wait_all_ended(&ids, SECS(90)).await;
+    assert!(ended.iter().all(|j| j["state"] == "succeeded"), "{ended:#?}");
+    for id in &ids {
+        let (_, log) = b.get_text(&format!("/api/v1/jobs/{id}/logs")).await;
+        assert!(log.contains("through"), "{id}: {log}");
+    }
+}
