@@ -205,6 +205,14 @@ impl SlurmBackend {
         std::fs::read_to_string(self.run_dir(run).join("slurm_job_id")).ok().and_then(|t| parsable_id(&t))
     }
 
+    /// The job Slurm has under the run's name, for a run whose id was never written down
+    /// (the server stopped between `sbatch` and writing it). Any state: also an ended one.
+    async fn find_by_name(&self, run: &RunId) -> Result<Option<String>, CliError> {
+        let args: Vec<String> = vec!["-h".into(), "-t".into(), "all".into(), format!("--name={}", run.key()), "-o".into(), "%i".into()];
+        let text = self.run("squeue", &args).await?;
+        Ok(text.split_whitespace().filter_map(parsable_id).max_by_key(|id| id.parse::<u64>().unwrap_or(0)))
+    }
+
     fn watch(&self, id: &str, run: &RunId, request: &Resources) {
         self.lock_watched().entry(id.to_string()).or_insert_with(|| Watch::new(run.clone(), request));
     }
@@ -238,6 +246,15 @@ impl SlurmBackend {
         };
         let script = script(&spec).map_err(BackendError::Failed)?;
         let script_path = dir.join("job.sh");
+        // A script but no id: an earlier start of this run may have reached Slurm.
+        if script_path.exists() {
+            if let Some(id) = self.find_by_name(&spec.run).await.map_err(|e| e.into_backend("cannot ask Slurm about an earlier start"))? {
+                tracing::info!(run = %spec.run.key(), job = %id, "Slurm already has this run; watching it");
+                let _ = std::fs::write(dir.join("slurm_job_id"), format!("{id}\n"));
+                self.watch(&id, &spec.run, &spec.resources);
+                return Ok(id);
+            }
+        }
         let prepared = (|| -> std::io::Result<()> {
             std::fs::create_dir_all(&dir)?;
             if spec.working_dir.is_none() {
@@ -408,7 +425,12 @@ impl SlurmBackend {
 
     async fn adopt_run(&self, spec: StartSpec, handle: Option<String>) -> Adopted {
         let run = spec.run.clone();
-        let id = handle.as_deref().and_then(parsable_id).or_else(|| self.recorded_id(&run));
+        let mut id = handle.as_deref().and_then(parsable_id).or_else(|| self.recorded_id(&run));
+        if id.is_none() && self.run_dir(&run).join("job.sh").exists() {
+            // Its script was written, so `sbatch` may have run: ask Slurm by name. If Slurm
+            // cannot say now, the run goes back to its queue, and its next start asks again.
+            id = self.find_by_name(&run).await.ok().flatten();
+        }
         let Some(id) = id else { return Adopted::NeverStarted };
         match self.final_state(&id, &run).await {
             Ok(Some(outcome)) => Adopted::Ended(outcome),
