@@ -2,7 +2,8 @@
 """N trivial jobs on a Slurm cluster with at most CAP in flight, straight through sbatch or
 through a running Berth (docs/slurm.md, "Measured"); prints the time until all finished.
 
-  .ci/slurm-bench.py N CAP SLURM_CONF              # sbatch loop (XARGS="…" adds sbatch options)
+  .ci/slurm-bench.py N CAP SLURM_CONF              # sbatch loop (XARGS="…" adds sbatch options,
+                                                   # SCRIPT=FILE submits a script file, not --wrap)
   .ci/slurm-bench.py N CAP SLURM_CONF BERTH_URL    # through Berth (started with --slurm-max-in-flight CAP
                                                    # and a config whose flavor selects the cluster)
 """
@@ -17,7 +18,7 @@ if url is None:
             out = sh("squeue", "-h", "-t", "PD,R,CG,CF", "-j", ",".join(live), "-o", "%i")
             live &= set(out.split())
         while len(ids) < N and len(live) < CAP:
-            i = sh("sbatch", "--parsable", *os.environ.get("XARGS","").split(), "-o", "/dev/null", "-e", "/dev/null", "--wrap", "true").strip().split(";")[0]
+            i = sh("sbatch", "--parsable", *os.environ.get("XARGS","").split(), "-o", "/dev/null", "-e", "/dev/null", *(os.environ["SCRIPT"].split() if os.environ.get("SCRIPT") else ["--wrap", "true"])).strip().split(";")[0]
             ids.append(i); live.add(i)
         if live: time.sleep(0.1)
     print(f"sbatch direct: {N} jobs, cap {CAP}: {time.time()-t0:.2f} s")
