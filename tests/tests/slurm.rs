@@ -198,6 +198,10 @@ async fn a_job_runs_on_slurm_with_its_request_logs_and_exit_code() {
     let id = b.submit(json!({"entrypoint": "kill -9 $$", "resources": {"cpu": 1}})).await;
     let killed = b.wait_state(&id, &["failed"], SECS(60)).await;
     assert_eq!(killed["reason"], "killed by signal 9", "{killed:#}");
+    // What a batch job cannot honour is refused at submit, naming the key.
+    let (status, refused) = b.post("/api/v1/jobs", &json!({"entrypoint": "true", "resources": {"cpu": 1}, "runtime_env": {"pip": ["requests"]}})).await;
+    assert_eq!(status, 422, "{refused}");
+    assert!(refused.to_string().contains("runtime_env.pip: the Slurm backend cannot honour it"), "{refused}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -675,4 +679,27 @@ scheduling_rules:
         let (_, log) = b.get_text(&format!("/api/v1/jobs/{id}/logs")).await;
         assert!(log.contains("through"), "{id}: {log}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_slurm_node_failure_fails_the_run_with_that_reason_and_berth_retries_it() {
+    let Some(conf) = slurm_conf("a_slurm_node_failure_fails_the_run_with_that_reason_and_berth_retries_it") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let m = marker();
+    let id = b.submit(json!({"entrypoint": format!("if [ \"$BERTH_RUN\" = 1 ]; then sleep {m}; fi; echo second-run"), "resources": {"cpu": 1}, "max_retries": 1})).await;
+    let sid = wait_submitted(&b, &id, 1).await;
+    wait_slurm(&conf, &sid, &["RUNNING"], SECS(30)).await;
+    // The node goes down under the job (slurmd re-registers it at once: ReturnToService=2).
+    slurm(&conf, "scontrol", &["update", "nodename=n1", "state=down", "reason=berth-test"]);
+    let rec = wait_slurm(&conf, &sid, &["NODE_FAIL"], SECS(30)).await;
+    assert_eq!(rec["JobName"], format!("{id}-r1"));
+    let done = b.wait_state(&id, &["succeeded"], SECS(90)).await;
+    assert_eq!(done["runs"], 2, "{done:#}");
+    let retried = b.events(&format!("job={id}&kind=retried")).await;
+    assert_eq!(retried.len(), 1, "{retried:#?}");
+    let why = retried[0]["message"].as_str().unwrap_or_default();
+    assert!(why.contains("its Slurm node failed (NODE_FAIL on n1)"), "{why}");
+    assert!(eventually(SECS(30), || !running(&format!("sleep {m}"))).await, "the failed run's process lives on");
 }
