@@ -703,3 +703,36 @@ async fn a_slurm_node_failure_fails_the_run_with_that_reason_and_berth_retries_i
     assert!(why.contains("its Slurm node failed (NODE_FAIL on n1)"), "{why}");
     assert!(eventually(SECS(30), || !running(&format!("sleep {m}"))).await, "the failed run's process lives on");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stage_runs_on_slurm_within_its_concurrency_with_its_outputs() {
+    let Some(conf) = slurm_conf("a_stage_runs_on_slurm_within_its_concurrency_with_its_outputs") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let jobs: Vec<serde_json::Value> = (0..5)
+        .map(|i| json!({"name": format!("part{i}"), "entrypoint": format!("sleep 0.5; echo {i} > out.txt"), "resources": {"cpu": 1}, "outputs": ["out.txt"]}))
+        .collect();
+    let (status, created) = b.post("/api/v1/stages", &json!({"name": "sweep", "jobs": jobs, "parallelism": {"max_concurrent": 2}})).await;
+    assert_eq!(status, 201, "{created}");
+    let stage = created["stage_id"].as_str().unwrap().to_string();
+    let ids: Vec<String> = created["job_ids"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    let ended = b.wait_all_ended(&ids, SECS(90)).await;
+    assert!(ended.iter().all(|j| j["state"] == "succeeded" && j["node"] == "hpc:n1"), "{ended:#?}");
+    // Never more than 2 at once, by Slurm's own start and end times of each task's job.
+    let spans: Vec<(String, String)> = ids
+        .iter()
+        .map(|id| {
+            let rec = slurm_record(&conf, &slurm_id(&b, id, 1).expect("submitted")).expect("Slurm knows it");
+            (rec["StartTime"].clone(), rec["EndTime"].clone())
+        })
+        .collect();
+    for (start, _) in &spans {
+        // Whole seconds: a job that ends in the second another starts is not counted.
+        let at_once = spans.iter().filter(|(s, e)| s <= start && e > start).count();
+        assert!(at_once <= 2, "{at_once} tasks at once at {start}: {spans:?}");
+    }
+    let (_, results) = b.get(&format!("/api/v1/stages/{stage}/results")).await;
+    assert_eq!(results["success"], true, "{results:#}");
+    assert_eq!(results["artifacts"]["part3/out.txt"], "3\n", "{results:#}");
+}

@@ -175,6 +175,11 @@ pub trait Backend: Send + Sync + 'static {
     fn adopt(&self, spec: StartSpec, handle: Option<String>) -> BoxFuture<'_, Adopted>;
     /// The last `tail_bytes` of a run's log (`None`: all of it, up to the backend's bound).
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>>;
+    /// The working directory it gives a run that names none, when that directory is one
+    /// the server can read (a stage's declared outputs are read from it).
+    fn default_work_dir(&self, _run: &RunId) -> Option<std::path::PathBuf> {
+        None
+    }
     /// Facts the admission loop plans with; the defaults suit a remote cluster.
     fn traits(&self) -> Traits {
         Traits::default()

@@ -582,7 +582,7 @@ impl Runtime {
             } else {
                 (String::new(), String::new())
             };
-            let outputs = collect_outputs(row, &self.settings);
+            let outputs = collect_outputs(row, &self.settings, &self.backends);
             let prefix = if names_seen.insert(row.name.clone()) { row.name.clone() } else { row.id.clone() };
             for (path, content) in &outputs {
                 artifacts.insert(format!("{prefix}/{path}"), content.clone());
@@ -633,15 +633,21 @@ fn seed_status(state: JobState) -> &'static str {
 
 /// Reads a finished job's declared outputs from its working directory (text, at most 1 MiB
 /// each); a missing or unreadable file becomes `{"error": …}`.
-fn collect_outputs(row: &JobRow, settings: &Settings) -> BTreeMap<String, serde_json::Value> {
+fn collect_outputs(row: &JobRow, settings: &Settings, backends: &Registry) -> BTreeMap<String, serde_json::Value> {
     const MAX: u64 = 1024 * 1024;
     let mut out = BTreeMap::new();
     if row.spec.outputs.is_empty() || row.runs == 0 {
         return out;
     }
+    let run = RunId { job: row.id.as_str().into(), run: row.runs };
     let dir = match &row.spec.runtime_env.working_dir {
         Some(d) => PathBuf::from(d),
-        None => local::default_work_dir(&settings.data_dir, &RunId { job: row.id.as_str().into(), run: row.runs }),
+        None => row
+            .backend
+            .as_deref()
+            .and_then(|b| backends.get(b))
+            .and_then(|b| b.default_work_dir(&run))
+            .unwrap_or_else(|| local::default_work_dir(&settings.data_dir, &run)),
     };
     for path in &row.spec.outputs {
         let full = dir.join(path);

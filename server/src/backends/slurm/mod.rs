@@ -517,6 +517,11 @@ impl Backend for SlurmBackend {
         self.nodes.read().unwrap_or_else(|e| e.into_inner()).iter().map(|l| l.node.clone()).collect()
     }
 
+    /// `work/` in the run's directory, which Berth shares with the cluster's nodes.
+    fn default_work_dir(&self, run: &RunId) -> Option<PathBuf> {
+        Some(self.run_dir(run).join("work"))
+    }
+
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {
         Box::pin(self.submit(spec))
     }
