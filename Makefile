@@ -22,13 +22,14 @@ BERTH_ACCESS ?= --anonymous
 run: deps-run build
 	$(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS)
 
-## test: unit + integration (SQLite, PostgreSQL, a real Ray head) + schemathesis against the OpenAPI
+## test: unit + integration (SQLite, PostgreSQL, a real Ray head, a real Slurm) + schemathesis against the OpenAPI
 ## document + browser tests in headless Chromium
 test: deps-test build
 	@start=$$(date +%s); \
 	export BERTH_TEST_PG_URL=$$(.ci/pg.sh start); \
 	BERTH_TEST_RAY_URL=$$(.ci/ray.sh start) || exit 1; export BERTH_TEST_RAY_URL; \
-	trap '.ci/ray.sh stop' EXIT; \
+	BERTH_TEST_SLURM=$$(.ci/slurm.sh start) || exit 1; export BERTH_TEST_SLURM; \
+	trap '.ci/ray.sh stop; .ci/slurm.sh stop' EXIT; \
 	cargo test --workspace --exclude berth-frontend && \
 	BERTH_BIN=$(BIN) .ci/schemathesis.sh && \
 	$(MAKE) --no-print-directory e2e && \

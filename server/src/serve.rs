@@ -10,6 +10,7 @@ use crate::http::Assets;
 use crate::store::{redact_url, Db};
 use crate::engine::{Milli, Resources};
 use crate::backends::ray::RayConfig;
+use crate::backends::slurm::SlurmConfig;
 use crate::state::{AppState, RuntimeOptions};
 
 /// Runs the server until it is asked to stop.
@@ -73,6 +74,7 @@ pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
     options.settings.sample_interval = std::time::Duration::from_secs(args.sample_interval_s.max(1));
     options.settings.history_retention = std::time::Duration::from_secs(args.history_days.max(1) * 24 * 3600);
     options.ray = ray_configs(args)?;
+    options.slurm = slurm_configs(args)?;
     if args.package_max_mb == 0 {
         bail!("--package-max-mb: must be at least 1");
     }
@@ -181,6 +183,41 @@ fn ray_configs(args: &ServeArgs) -> Result<Vec<RayConfig>> {
     }
     if let Some(name) = tokens.keys().next() {
         bail!("--ray-token: no `--ray {name}=URL` to go with it");
+    }
+    Ok(out)
+}
+
+/// The Slurm clusters of `--slurm NAME=SLURM_CONF`, with their limits.
+fn slurm_configs(args: &ServeArgs) -> Result<Vec<SlurmConfig>> {
+    if args.slurm_max_in_flight == 0 {
+        bail!("--slurm-max-in-flight: must be at least 1");
+    }
+    let root = match &args.slurm_run_dir {
+        Some(dir) => dir.clone(),
+        None => args.data_dir.join("slurm"),
+    };
+    let root = std::path::absolute(&root).with_context(|| format!("--slurm-run-dir `{}`", root.display()))?;
+    let mut out: Vec<SlurmConfig> = Vec::new();
+    for raw in &args.slurm {
+        let (name, conf) = raw.split_once('=').with_context(|| format!("--slurm: `{raw}` is not NAME=SLURM_CONF"))?;
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            bail!("--slurm: `{name}` is not a valid backend name (letters, digits, `-`, `_`)");
+        }
+        let taken = out.iter().any(|c| c.name == name) || (name == "local" && !args.no_local) || args.ray.iter().any(|r| r.split_once('=').is_some_and(|(n, _)| n.trim() == name));
+        if taken {
+            bail!("--slurm: backend `{name}` is configured twice");
+        }
+        let conf = conf.trim();
+        let conf = (!conf.is_empty()).then(|| PathBuf::from(conf));
+        if let Some(c) = conf.as_ref().filter(|c| !c.is_file()) {
+            bail!("--slurm: `{}` (cluster `{name}`) is not a file", c.display());
+        }
+        let mut cfg = SlurmConfig::new(name, conf, root.join(name));
+        cfg.max_in_flight = args.slurm_max_in_flight;
+        cfg.poll_interval = std::time::Duration::from_millis(args.slurm_poll_ms.max(50));
+        cfg.nodes_interval = std::time::Duration::from_millis(args.slurm_nodes_ms.max(500));
+        out.push(cfg);
     }
     Ok(out)
 }

@@ -9,6 +9,7 @@ use crate::store::Db;
 use crate::backends::{Backend, Registry};
 use crate::backends::local::{LocalBackend, LocalConfig};
 use crate::backends::ray::{RayBackend, RayConfig};
+use crate::backends::slurm::{SlurmBackend, SlurmConfig};
 use crate::store::jobs::JobStore;
 use crate::admission::Settings;
 use crate::services::jobs::Runtime;
@@ -34,12 +35,13 @@ pub struct AppState {
     pub shutdown: Arc<tokio::sync::watch::Sender<bool>>,}
 
 /// How the runtime is set up: the loop's tunables, the local backend (`None`: no local
-/// backend, jobs only run on other backends) and Ray clusters.
+/// backend, jobs only run on other backends), Ray clusters and Slurm clusters.
 #[derive(Debug, Clone)]
 pub struct RuntimeOptions {
     pub settings: Settings,
     pub local: Option<LocalConfig>,
     pub ray: Vec<RayConfig>,
+    pub slurm: Vec<SlurmConfig>,
     pub access: Access,
     pub packages: PackageSettings,
 }
@@ -61,6 +63,7 @@ impl RuntimeOptions {
         RuntimeOptions {
             local: Some(LocalConfig::detect(data_dir.clone())),
             ray: Vec::new(),
+            slurm: Vec::new(),
             settings: Settings { data_dir, ..Settings::default() },
             access: Access { anonymous: true, admin_token: None, secure_cookies: false },
             packages: PackageSettings::default(),
@@ -92,6 +95,13 @@ impl AppState {
                 tracing::warn!(backend = ray.name(), error = %e, "Ray is not reachable at start; its nodes appear when it answers");
             }
             backends.register(ray).map_err(anyhow::Error::msg)?;
+        }
+        for cfg in options.slurm {
+            let slurm = SlurmBackend::new(cfg, exits_tx.clone()).map_err(anyhow::Error::msg)?;
+            if let Err(e) = slurm.refresh_nodes().await {
+                tracing::warn!(backend = slurm.name(), error = %e, "Slurm is not reachable at start; its nodes appear when it answers");
+            }
+            backends.register(slurm).map_err(anyhow::Error::msg)?;
         }
         let store = JobStore::new(db.clone());
         let packages = Arc::new(Packages::new(PackageStore::new(db.clone(), options.settings.data_dir.clone()), options.packages));

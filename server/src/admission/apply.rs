@@ -169,6 +169,7 @@ impl Loop {
             env_vars: live.row.spec.runtime_env.env_vars.clone(),
             runtime_env: live.row.spec.runtime_env.other.clone(),
             resources: live.request.clone(),
+            timeout_s: live.row.spec.timeout_s,
             node: live.node.clone().unwrap_or_else(|| "".into()),
             flavors: live.flavors.clone(),
             selector_labels,

@@ -132,10 +132,14 @@ impl Loop {
         }
         // Capacity.
         let nodes = self.backends.nodes();
+        let known = self.backends.known_nodes();
+        let known_changed = *self.shared.read().unwrap_or_else(|e| e.into_inner()).known != known;
         if nodes != self.state.nodes {
             self.state.nodes = nodes;
-            self.publish();
             self.dirty = true;
+            self.publish(known);
+        } else if known_changed {
+            self.publish(known);
         }
     }
 
@@ -143,11 +147,23 @@ impl Loop {
     pub(super) fn end_run(&mut self, key: &Name, outcome: Outcome, now: i64, batch: &mut Batch) {
         let backoff = self.settings.retry_backoff;
         let Some(live) = self.state.jobs.get_mut(key) else { return };
+        if let Outcome::TimedOut(why) = &outcome {
+            // The backend's own limit: the same end as the loop's timeout, never retried.
+            live.row.state = JobState::TimedOut;
+            live.row.exit_code = None;
+            live.row.finished_at_us = Some(now);
+            live.row.reason = Some(why.clone());
+            batch.events.push(job_event(now, "timed_out", live, why.clone()));
+            batch.touch(key);
+            self.dirty = true;
+            return;
+        }
         let (failed, what, code) = match &outcome {
             Outcome::Exited(0) => (false, "succeeded".to_string(), Some(0)),
             Outcome::Exited(c) => (true, format!("exited with code {c}"), Some(*c as i64)),
             Outcome::Signaled(s) => (true, format!("killed by signal {s}"), None),
             Outcome::Failed(m) => (true, m.clone(), None),
+            Outcome::TimedOut(m) => (true, m.clone(), None), // ended above
         };
         live.row.exit_code = code;
         batch.touch(key);

@@ -91,10 +91,19 @@ impl Default for Settings {
     }
 }
 
-/// What submissions need from the loop without asking it: the nodes of the last snapshot.
+/// What submissions need from the loop without asking it: the nodes of the last snapshot,
+/// and every node the backends' configurations have (what a submission is checked against).
 #[derive(Debug)]
 pub struct Shared {
     pub nodes: Arc<Vec<Node>>,
+    pub known: Arc<Vec<Node>>,
+}
+
+impl Shared {
+    /// The nodes `backends` offer and know now.
+    pub fn of(backends: &Registry) -> Shared {
+        Shared { nodes: Arc::new(backends.nodes()), known: Arc::new(backends.known_nodes()) }
+    }
 }
 
 /// What the loop refuses or fails at (the jobs service says it to the caller).
@@ -414,8 +423,10 @@ impl Loop {
         self.last_sample = None;
     }
 
-    fn publish(&self) {
-        self.shared.write().unwrap_or_else(|e| e.into_inner()).nodes = Arc::new(self.state.nodes.clone());
+    fn publish(&self, known: Vec<Node>) {
+        let mut shared = self.shared.write().unwrap_or_else(|e| e.into_inner());
+        shared.nodes = Arc::new(self.state.nodes.clone());
+        shared.known = Arc::new(known);
     }
 
     async fn cycle(&mut self, cmds: Vec<Cmd>, started: Vec<Started>, exits: Vec<Exit>, ticked: bool) {

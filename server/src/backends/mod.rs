@@ -9,6 +9,7 @@
 
 pub mod local;
 pub mod ray;
+pub mod slurm;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -56,6 +57,9 @@ pub struct StartSpec {
     pub runtime_env: serde_json::Map<String, serde_json::Value>,
     /// What the job asked for.
     pub resources: Resources,
+    /// The job's `timeout_s` (0: none). The loop enforces it; a backend with its own time
+    /// limits (Slurm) also passes it on, so the cluster stops a run Berth cannot reach.
+    pub timeout_s: u64,
     /// Node the engine placed it on.
     pub node: Arc<str>,
     /// Flavors it was admitted under, with their selectors (Ray turns them into a label
@@ -94,6 +98,9 @@ pub enum Outcome {
     Signaled(i32),
     /// The backend failed it or lost it; the message says why (shown to the user).
     Failed(String),
+    /// The backend's own time limit ended it (Slurm's `TIMEOUT`): the job is timed out, as
+    /// when the loop stops it at its `timeout_s`, and not retried.
+    TimedOut(String),
 }
 
 /// A run ended.
@@ -152,6 +159,12 @@ pub trait Backend: Send + Sync + 'static {
     fn name(&self) -> &str;
     /// The nodes it offers now.
     fn nodes(&self) -> Vec<Node>;
+    /// Every node its configuration has, also those absent now (down, drained): what a
+    /// submission is checked against, so a job only such a node could take waits for it
+    /// rather than being refused. The default: the nodes it offers now.
+    fn known_nodes(&self) -> Vec<Node> {
+        self.nodes()
+    }
     /// Starts a run; returns a handle to store (pid, submission id…). Must not block long.
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>>;
     /// Stops a run and everything it spawned. Returns once the stop is under way; the
@@ -162,6 +175,11 @@ pub trait Backend: Send + Sync + 'static {
     fn adopt(&self, spec: StartSpec, handle: Option<String>) -> BoxFuture<'_, Adopted>;
     /// The last `tail_bytes` of a run's log (`None`: all of it, up to the backend's bound).
     fn logs(&self, run: RunId, stream: Stream, tail_bytes: Option<u64>) -> BoxFuture<'_, Result<Vec<u8>, BackendError>>;
+    /// The working directory it gives a run that names none, when that directory is one
+    /// the server can read (a stage's declared outputs are read from it).
+    fn default_work_dir(&self, _run: &RunId) -> Option<std::path::PathBuf> {
+        None
+    }
     /// Facts the admission loop plans with; the defaults suit a remote cluster.
     fn traits(&self) -> Traits {
         Traits::default()
@@ -239,6 +257,11 @@ impl Registry {
     /// Every node of every backend.
     pub fn nodes(&self) -> Vec<Node> {
         self.backends.values().flat_map(|b| b.nodes()).collect()
+    }
+
+    /// Every node any backend's configuration has (see [`Backend::known_nodes`]).
+    pub fn known_nodes(&self) -> Vec<Node> {
+        self.backends.values().flat_map(|b| b.known_nodes()).collect()
     }
 
     /// The in-flight caps of the backends that have one, as the engine applies them.

@@ -221,6 +221,26 @@ pub struct ServeArgs {
     /// of finished jobs otherwise grows until the cluster restarts.
     #[arg(long)]
     pub ray_keep_finished: bool,
+    /// A Slurm cluster as a backend, `NAME=SLURM_CONF` (repeatable), e.g.
+    /// `hpc=/etc/slurm/slurm.conf`; `NAME=` uses the environment's SLURM_CONF. Runs are
+    /// batch jobs submitted with Slurm's commands (`sbatch`, `squeue`, `scontrol`,
+    /// `scancel`, `sacct`), which must be on PATH. Its nodes' `backend` is NAME.
+    #[arg(long = "slurm", value_name = "NAME=SLURM_CONF")]
+    pub slurm: Vec<String>,
+    /// Most runs admitted or running at once on each Slurm cluster.
+    #[arg(long, default_value_t = 50)]
+    pub slurm_max_in_flight: usize,
+    /// How often the running Slurm jobs' states are read (one `squeue` for all), in
+    /// milliseconds (at least 50).
+    #[arg(long, default_value_t = 250)]
+    pub slurm_poll_ms: u64,
+    /// How often each Slurm cluster's node list is read, in milliseconds (at least 500).
+    #[arg(long, default_value_t = 2000)]
+    pub slurm_nodes_ms: u64,
+    /// Where Slurm runs keep their script and logs (`DIR/NAME/{run}/`): a directory the
+    /// cluster's nodes see at the same path. Default: `slurm/` in the data dir.
+    #[arg(long, value_name = "DIR")]
+    pub slurm_run_dir: Option<PathBuf>,
     /// Period of the admission loop's tick (timeouts, retry backoff), in milliseconds.
     #[arg(long, default_value_t = 500)]
     pub tick_ms: u64,

@@ -187,7 +187,7 @@ impl Runtime {
         packages: Arc<Packages>,
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Runtime> {
-        let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
+        let shared = Arc::new(RwLock::new(Shared::of(&backends)));
         let (tx, rx) = mpsc::unbounded_channel();
         let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.subscribe(), rx, exits, Arc::new(SystemClock));
         lp.metrics = metrics.clone();
@@ -207,6 +207,12 @@ impl Runtime {
         let active = self.config.active();
         let s = self.shared.read().unwrap_or_else(|e| e.into_inner());
         (active.compiled.clone(), active.version, s.nodes.clone())
+    }
+
+    /// Every node the backends' configurations have, absent ones included (what a
+    /// submission is checked against, see [`crate::backends::Backend::known_nodes`]).
+    fn known_nodes(&self) -> Arc<Vec<Node>> {
+        self.shared.read().unwrap_or_else(|e| e.into_inner()).known.clone()
     }
 
     /// The nodes every backend reported at the last snapshot (what a preview replays on).
@@ -312,7 +318,8 @@ impl Runtime {
         let env = &row.spec.runtime_env;
         let plain = env.other.is_empty() && !env.working_dir.as_deref().is_some_and(app::request::is_uri);
         let (Some(queue), false) = (&row.queue, plain || row.state == JobState::Rejected) else { return Ok(()) };
-        let (compiled, _, nodes) = self.shared();
+        let (compiled, _, _) = self.shared();
+        let nodes = self.known_nodes();
         let request = request::check(&row.spec).map_err(RuntimeError::Invalid)?;
         let Ok(holding) = engine::nodes_that_hold(&compiled, &nodes, queue, &request) else { return Ok(()) };
         let mut backends: Vec<&str> = holding.iter().map(|n| &*n.backend).collect();
@@ -329,8 +336,8 @@ impl Runtime {
     /// A job row ready to store under the config in force (see [`prepare`]), and the
     /// rejection's code when it is refused.
     fn prepare(&self, req: JobRequest, submitter: &str, stage: Option<&str>) -> Result<(JobRow, Option<&'static str>), RuntimeError> {
-        let (compiled, version, nodes) = self.shared();
-        prepare_coded(&compiled, version, &nodes, req, submitter, stage, now_us())
+        let (compiled, version, _) = self.shared();
+        prepare_coded(&compiled, version, &self.known_nodes(), req, submitter, stage, now_us())
     }
 
     /// Counts stored refusals by queue and reason code (`None` code: not refused).
@@ -621,7 +628,7 @@ impl Runtime {
             } else {
                 (String::new(), String::new())
             };
-            let outputs = collect_outputs(row, &self.settings);
+            let outputs = collect_outputs(row, &self.settings, &self.backends);
             let prefix = if names_seen.insert(row.name.clone()) { row.name.clone() } else { row.id.clone() };
             for (path, content) in &outputs {
                 artifacts.insert(format!("{prefix}/{path}"), content.clone());
@@ -672,15 +679,21 @@ fn seed_status(state: JobState) -> &'static str {
 
 /// Reads a finished job's declared outputs from its working directory (text, at most 1 MiB
 /// each); a missing or unreadable file becomes `{"error": …}`.
-fn collect_outputs(row: &JobRow, settings: &Settings) -> BTreeMap<String, serde_json::Value> {
+fn collect_outputs(row: &JobRow, settings: &Settings, backends: &Registry) -> BTreeMap<String, serde_json::Value> {
     const MAX: u64 = 1024 * 1024;
     let mut out = BTreeMap::new();
     if row.spec.outputs.is_empty() || row.runs == 0 {
         return out;
     }
+    let run = RunId { job: row.id.as_str().into(), run: row.runs };
     let dir = match &row.spec.runtime_env.working_dir {
         Some(d) => PathBuf::from(d),
-        None => local::default_work_dir(&settings.data_dir, &RunId { job: row.id.as_str().into(), run: row.runs }),
+        None => row
+            .backend
+            .as_deref()
+            .and_then(|b| backends.get(b))
+            .and_then(|b| b.default_work_dir(&run))
+            .unwrap_or_else(|| local::default_work_dir(&settings.data_dir, &run)),
     };
     for path in &row.spec.outputs {
         let full = dir.join(path);

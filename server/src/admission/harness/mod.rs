@@ -72,7 +72,7 @@ fn new_loop(
     if let Some(b) = backend {
         backends.register(b).unwrap();
     }
-    let shared = Arc::new(RwLock::new(Shared { nodes: Arc::new(backends.nodes()) }));
+    let shared = Arc::new(RwLock::new(Shared::of(&backends)));
     let (cmds, cmds_rx) = mpsc::unbounded_channel();
     let (exits, exits_rx) = mpsc::unbounded_channel();
     let lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
@@ -317,6 +317,28 @@ async fn a_restart_adopts_running_runs_requeues_unstarted_ones_and_records_ended
     h.restart(true).await;
     assert_eq!(h.state(&a).await, JobState::Succeeded, "a run that ended while the server was away counts");
     assert_eq!(h.state(&b).await, JobState::Failed);
+}
+
+#[tokio::test]
+async fn a_backends_own_time_limit_times_the_job_out_without_a_retry() {
+    let mut h = Harness::new(TEAM).await;
+    let a = h.submit(serde_json::json!({"entrypoint": "sleep 100", "resources": {"cpu": 1}, "max_retries": 3})).await;
+    let b = h.submit(serde_json::json!({"entrypoint": "sleep 100", "resources": {"cpu": 1}, "max_retries": 3})).await;
+    assert_eq!((h.state(&a).await, h.state(&b).await), (JobState::Running, JobState::Running));
+    // While the server runs...
+    let run = h.lp.state.jobs[&*a].run();
+    h.lp.cycle(Vec::new(), Vec::new(), vec![Exit { run, outcome: Outcome::TimedOut("the cluster's limit".into()) }], false).await;
+    assert_eq!(h.state(&a).await, JobState::TimedOut);
+    let row = match h.lp.state.jobs.get(&*a) {
+        Some(l) => l.row.clone(),
+        None => h.lp.store.get(&a).await.expect("stored"),
+    };
+    assert_eq!((row.reason.as_deref(), row.retries, row.exit_code), (Some("the cluster's limit"), 0, None));
+    // ...and found after a restart.
+    h.adopt_as(&b, Adopted::Ended(Outcome::TimedOut("ended while away".into())));
+    h.restart(true).await;
+    assert_eq!(h.state(&b).await, JobState::TimedOut);
+    assert_eq!(h.lp.store.get(&b).await.expect("stored").retries, 0, "not retried");
 }
 
 #[tokio::test]

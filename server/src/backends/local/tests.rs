@@ -33,6 +33,7 @@ fn spec(job: &str, entrypoint: &str) -> StartSpec {
         env_vars: BTreeMap::new(),
         runtime_env: Default::default(),
         resources: Resources::default(),
+        timeout_s: 0,
         node: "n".into(),
         flavors: Vec::new(),
         selector_labels: BTreeMap::new(),

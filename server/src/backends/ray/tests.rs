@@ -11,6 +11,7 @@ fn spec() -> StartSpec {
         env_vars: BTreeMap::from([("A".into(), "b".into())]),
         runtime_env: Map::new(),
         resources: Resources::new([("cpu", Milli::units(1)), ("gpu", Milli::units(2)), ("memory_gb", Milli(500)), ("accel", Milli::units(1))]),
+        timeout_s: 0,
         node: "ray:abc".into(),
         flavors: vec![FlavorAssignment { flavor: "f".into(), resources: vec!["cpu".into()] }],
         selector_labels: BTreeMap::from([("pool".into(), "test".into()), ("backend".into(), "ray".into())]),
