@@ -10,6 +10,7 @@ pub mod config;
 pub mod dashboard;
 pub mod error;
 pub mod follow;
+pub mod logmux;
 pub mod identity;
 pub mod jobs;
 pub mod openapi;
