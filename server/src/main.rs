@@ -5,7 +5,7 @@ use server::cli::{Cli, Command};
 
 #[tokio::main]
 async fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| server::cli::usage_error(e));
     let code = match &cli.command {
         Command::Serve(args) => {
             tracing_subscriber::fmt()

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod client;
 pub mod jobs;
 pub mod preview;
+pub mod wait;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -382,6 +383,27 @@ pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
             1
         }
     })
+}
+
+/// Exits on a command line clap refused. clap's tip for an argument that looks like a
+/// negative number ("to pass '-1' as a value, use '-- -1'") is wrong here: after `--` comes
+/// the job's command. Berth says where negative numbers go instead.
+pub fn usage_error(e: clap::Error) -> ! {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let arg = match (e.kind(), e.get(ContextKind::InvalidArg)) {
+        (ErrorKind::UnknownArgument, Some(ContextValue::String(arg))) => arg.clone(),
+        _ => e.exit(),
+    };
+    if arg.parse::<f64>().is_err() {
+        e.exit();
+    }
+    eprintln!(
+        "error: unexpected argument `{arg}`: this command takes no number there. Negative numbers are \
+         accepted right after the option or place that takes them (`--priority {arg}`, \
+         `berth jobs priority ID {arg}`); anything after `--` is the job's command.\n\n\
+         For more information, try '--help'."
+    );
+    std::process::exit(2);
 }
 
 pub(crate) fn read_file(path: &PathBuf) -> Result<String> {
