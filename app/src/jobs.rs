@@ -144,6 +144,65 @@ pub struct JobRequest {
     /// ends; used by stages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<String>,
+    /// Jobs it waits for (ids, submission ids or stage ids: a stage stands for its jobs),
+    /// each of which must succeed (sbatch `--dependency=afterok`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_ok: Vec<String>,
+    /// Jobs it waits for, which may end in any way (`afterany`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_any: Vec<String>,
+    /// Jobs it waits for, each of which must fail, time out or be cancelled (`afternotok`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_not_ok: Vec<String>,
+    /// Submit it held: it waits, never admitted, until released.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold: bool,
+    /// Who holds it (kept by Berth: the submitter for `hold`, else whoever held it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
+}
+
+/// How a job's end meets a dependency on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencyKind {
+    AfterOk,
+    AfterAny,
+    AfterNotOk,
+}
+
+impl DependencyKind {
+    /// The request field that lists such dependencies.
+    pub fn field(self) -> &'static str {
+        match self {
+            DependencyKind::AfterOk => "after_ok",
+            DependencyKind::AfterAny => "after_any",
+            DependencyKind::AfterNotOk => "after_not_ok",
+        }
+    }
+
+    /// Whether a job that ended in `state` meets it (`Some(true)`), never can
+    /// (`Some(false)`), or has not ended yet (`None`).
+    pub fn met_by(self, state: JobState) -> Option<bool> {
+        if !state.is_terminal() {
+            return None;
+        }
+        let ok = state == JobState::Succeeded;
+        Some(match self {
+            DependencyKind::AfterOk => ok,
+            DependencyKind::AfterAny => true,
+            DependencyKind::AfterNotOk => !ok && state != JobState::Rejected,
+        })
+    }
+}
+
+impl JobRequest {
+    /// Every dependency, in field order.
+    pub fn dependencies(&self) -> impl Iterator<Item = (DependencyKind, &String)> {
+        let ok = self.after_ok.iter().map(|id| (DependencyKind::AfterOk, id));
+        let any = self.after_any.iter().map(|id| (DependencyKind::AfterAny, id));
+        ok.chain(any).chain(self.after_not_ok.iter().map(|id| (DependencyKind::AfterNotOk, id)))
+    }
 }
 
 /// The flavor a job's resources were charged to.
@@ -212,6 +271,19 @@ pub struct Job {
     pub position: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<String>,
+    /// Jobs it waits for (see [`JobRequest::after_ok`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_ok: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_any: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_not_ok: Vec<String>,
+    /// Who holds it, while held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
+    /// Jobs that wait for this one (only on `GET /api/v1/jobs/{id}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependents: Vec<String>,
     /// Its events, oldest first (only on `GET /api/v1/jobs/{id}`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Event>,

@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod preview;
 pub mod ray_api;
 pub mod stream;
+pub mod workflows;
 
 use std::time::Duration;
 
@@ -38,6 +39,7 @@ pub(crate) fn api_routes(state: AppState) -> Router {
     let v1 = Router::new()
         .nest("/scheduler/config", config::routes())
         .merge(jobs::routes())
+        .merge(workflows::routes())
         .merge(auth::routes())
         .merge(stream::routes())
         .merge(openapi::routes())
