@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::cli::{print_json, read_file, report_error, Cli, Output};
 use crate::cli::client::{encode, ClientError};
+use crate::cli::array::array_stage;
 use crate::cli::wait;
 
 /// `berth jobs …`.
@@ -68,6 +69,10 @@ pub enum JobsCommand {
     },
     /// Cancel a pending or running job.
     Cancel { id: String },
+    /// Hold a pending job: it stays pending and is not admitted until released.
+    Hold { id: String },
+    /// Release a held job.
+    Release { id: String },
     /// Change a job's priority (within its rule's bounds; it may be negative).
     Priority {
         id: String,
@@ -80,7 +85,7 @@ pub enum JobsCommand {
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
     #[arg(long)]
-    name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Your own id for the job, unique (Ray's `submission_id`): it can be read and stopped
     /// by it, here and through Ray's job API.
     #[arg(long)]
@@ -117,6 +122,24 @@ pub struct SubmitArgs {
     /// succeeded, its own code when it failed, 124 timed out, 130 cancelled, 65 rejected.
     #[arg(long)]
     wait: bool,
+    /// Run only after each of these jobs (ids, submission ids or stage ids) succeeded
+    /// (sbatch `--dependency=afterok`); one that fails or is cancelled fails this job.
+    #[arg(long = "after-ok", value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub(crate) after_ok: Vec<String>,
+    /// Run only after each of these jobs ended, however (`afterany`).
+    #[arg(long = "after-any", value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub(crate) after_any: Vec<String>,
+    /// Run only after each of these jobs failed, timed out or was cancelled (`afternotok`).
+    #[arg(long = "after-not-ok", value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub(crate) after_not_ok: Vec<String>,
+    /// Submit it held: it waits until `berth jobs release ID`.
+    #[arg(long)]
+    pub(crate) hold: bool,
+    /// Submit an array of tasks, `0-99`, `1,3,5-9` or `0-99%8` (at most 8 running at once),
+    /// as one stage; each task gets BERTH_ARRAY_INDEX and SLURM_ARRAY_TASK_ID. Prints the
+    /// stage's id.
+    #[arg(long, value_name = "RANGE[%N]")]
+    pub(crate) array: Option<String>,
     /// Environment variable `KEY=VALUE` (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     env: Vec<String>,
@@ -124,7 +147,7 @@ pub struct SubmitArgs {
     #[arg(long = "output-file", value_name = "PATH")]
     outputs: Vec<String>,
     #[arg(short, long, value_enum, default_value = "text")]
-    output: Output,
+    pub(crate) output: Output,
     /// The command and its arguments (one argument is taken as a shell command line).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -145,6 +168,10 @@ pub enum StagesCommand {
         id: String,
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
+    },
+    /// Cancel every unfinished job of a stage (an array).
+    Cancel {
+        id: String,
     },
     /// A stage's results: each job's status, exit code, log tails and outputs.
     Results {
@@ -210,6 +237,13 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
             };
             return Ok(code.unwrap_or_else(|e| finish(Err(e))));
         }
+        JobsCommand::Hold { id } | JobsCommand::Release { id } => {
+            let verb = if matches!(command, JobsCommand::Hold { .. }) { "hold" } else { "release" };
+            client
+                .post_json::<Job>(&format!("/api/v1/jobs/{}/{verb}", encode(id)), &json!({}))
+                .await
+                .map(|job| println!("{}: {}", job.id, job.held_by.map_or("released".to_string(), |by| format!("held by {by}"))))
+        }
         JobsCommand::Cancel { id } => client
             .post_json::<Job>(&format!("/api/v1/jobs/{}/cancel", encode(id)), &json!({}))
             .await
@@ -227,6 +261,9 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
 async fn submit(cli: &Cli, args: &SubmitArgs) -> Result<i32> {
     let client = cli.client();
     let req = submit_request(args, workdir(cli, args)?)?;
+    if let Some(range) = &args.array {
+        return submit_array(&client, args, array_stage(&req, range)?).await;
+    }
     let job = match client.post_json::<Job>("/api/v1/jobs", &req).await {
         Ok(job) => job,
         Err(e) => {
@@ -245,6 +282,23 @@ async fn submit(cli: &Cli, args: &SubmitArgs) -> Result<i32> {
     }
     eprintln!("berth: job {} submitted; following its output (Ctrl-C stops following, not the job)", job.id);
     Ok(wait::follow(&client, &job.id).await.unwrap_or_else(|e| finish(Err(e))))
+}
+
+/// Submits an array as a stage; prints its id, or with `--wait` waits for every task.
+async fn submit_array(client: &crate::cli::client::Client, args: &SubmitArgs, stage: StageRequest) -> Result<i32> {
+    let created = match client.post_json::<StageCreated>("/api/v1/stages", &stage).await {
+        Ok(c) => c,
+        Err(e) => return Ok(finish(Err(e))),
+    };
+    for r in &created.rejected {
+        eprintln!("  task {} ({}) rejected: {}", r.index, r.job_id, r.reason);
+    }
+    if !args.wait {
+        show(args.output, &created, |c| println!("{}", c.stage_id));
+        return Ok(0);
+    }
+    eprintln!("berth: array {} of {} tasks submitted; waiting for them (Ctrl-C stops waiting, not the tasks)", created.stage_id, created.job_ids.len());
+    Ok(wait::stage(client, &created.stage_id).await.unwrap_or_else(|e| finish(Err(e))))
 }
 
 /// The working directory a submit names: `--workdir`; else, when the server runs on this
@@ -324,6 +378,11 @@ fn submit_request(args: &SubmitArgs, workdir: Option<String>) -> Result<JobReque
         timeout_s: args.timeout,
         max_retries: args.retries,
         outputs: args.outputs.clone(),
+        after_ok: args.after_ok.clone(),
+        after_any: args.after_any.clone(),
+        after_not_ok: args.after_not_ok.clone(),
+        hold: args.hold,
+        held_by: None,
     })
 }
 
@@ -415,6 +474,14 @@ fn print_job(j: &Job) {
     }
     if let Some(n) = &j.node {
         line("node", format!("{n} ({})", j.backend.as_deref().unwrap_or("?")));
+    }
+    for (name, ids) in [("after ok", &j.after_ok), ("after any", &j.after_any), ("after not ok", &j.after_not_ok), ("dependents", &j.dependents)] {
+        if !ids.is_empty() {
+            line(name, ids.join(" "));
+        }
+    }
+    if let Some(by) = &j.held_by {
+        line("held by", by.clone());
     }
     line("runs", format!("{} (retries {}/{})", j.runs, j.retries, j.max_retries));
     if let Some(c) = j.exit_code {
@@ -545,6 +612,10 @@ pub async fn run_stages(cli: &Cli, command: &StagesCommand) -> Result<i32> {
                     println!("  {:<18}  {:<10}  {}", j.id, j.state.as_str(), j.name);
                 }
             })),
+        StagesCommand::Cancel { id } => client.post_json::<StageStatus>(&format!("/api/v1/stages/{}/cancel", encode(id)), &json!({})).await.map(|s| {
+            let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("{}: {}", s.id, counts.join(" "));
+        }),
         StagesCommand::Results { id, output } => client.get_json::<StageResults>(&format!("/api/v1/stages/{}/results", encode(id)), &[]).await.map(|r| show(*output, &r, |r| {
                 println!("{} ({}): {}", r.stage_id, r.stage_name, if r.success { "success" } else { r.error_message.as_deref().unwrap_or("failed") });
                 for j in &r.job_statuses {

@@ -4,6 +4,7 @@
 //! Read commands print a table or YAML for people and take `-o json` for scripts. Exit codes:
 //! 0 success, 1 the request failed or the config is invalid, 2 bad usage (from clap).
 
+pub mod array;
 pub mod auth;
 pub mod client;
 pub mod jobs;

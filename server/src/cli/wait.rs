@@ -14,7 +14,9 @@
 
 use std::io::Write;
 
-use app::jobs::{Job, JobState};
+use std::time::Duration;
+
+use app::jobs::{Job, JobState, StageStatus};
 
 use crate::cli::client::{encode, Client, ClientError};
 
@@ -72,6 +74,25 @@ pub async fn ended(client: &Client, id: &str) -> Result<i32, ClientError> {
         eprintln!("{line}");
     }
     Ok(exit_code(&job))
+}
+
+/// Waits for every job of stage `id` (an array) to end; prints its counts, and returns 0
+/// when all succeeded, else the code of the first that did not (with its ending line).
+pub async fn stage(client: &Client, id: &str) -> Result<i32, ClientError> {
+    let path = format!("/api/v1/stages/{}", encode(id));
+    let status = loop {
+        let s: StageStatus = client.get_json(&path, &[]).await?;
+        if s.done {
+            break s;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let counts: Vec<String> = status.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    eprintln!("berth: stage {}: {}", status.id, counts.join(" "));
+    match status.jobs.iter().find(|j| j.state != JobState::Succeeded) {
+        None => Ok(0),
+        Some(j) => ended(client, &j.id).await,
+    }
 }
 
 #[cfg(test)]
