@@ -89,7 +89,7 @@ async fn wait_and_exit_codes(backend: Backend) {
     assert!(text.lines().any(|l| l.contains("failed") && l.split_whitespace().any(|w| w == "3")), "{text}");
 }
 
-on_both_databases!(wait_and_exit_codes);
+
 
 /// `logs -f` of a failing job: both streams, then the job's code; `--stdout` / `--stderr`
 /// pick one; `--fresh-workdir` runs elsewhere than the current directory.
@@ -150,3 +150,133 @@ async fn the_readme_quick_start_runs_as_written() {
     assert!(errs.contains("failed: exited with code 3"), "{errs}");
     assert!(!errs.contains("error:"), "{errs}");
 }
+
+/// Submits with the CLI from `cwd`; the printed id (panics unless it succeeded).
+async fn submit(b: &Berth, cwd: &Path, args: &[&str]) -> String {
+    let mut all = vec!["jobs", "submit"];
+    all.extend_from_slice(args);
+    let o = cli(b, cwd, &all).await;
+    assert!(o.status.success(), "{all:?}: {}", err(&o));
+    out(&o).trim().to_string()
+}
+
+/// An `after_ok` chain of 3 whose middle fails: the last fails with the reason and never
+/// runs. `after_not_ok` and `after_any` on the failed one run; a dependency that ended
+/// before its dependent was submitted counts; an unknown one is refused, named.
+async fn dependencies(backend: Backend) {
+    let b = Berth::start(backend, &[]).await;
+    let here = workdir(&b, "deps");
+    let first = submit(&b, &here, &["--name", "first", "--", "sleep 0.5; echo first >> ran.txt"]).await;
+    let middle = submit(&b, &here, &["--after-ok", &first, "--", "echo middle >> ran.txt; exit 4"]).await;
+    let last = submit(&b, &here, &["--after-ok", &middle, "--", "echo last >> ran.txt"]).await;
+    let (_, waiting) = b.get(&format!("/api/v1/jobs/{last}")).await;
+    assert_eq!(waiting["state"], "pending");
+    assert_eq!(waiting["after_ok"][0], middle.as_str());
+    let on_fail = submit(&b, &here, &["--after-not-ok", &middle, "--", "echo on_fail >> ran.txt"]).await;
+    let any = submit(&b, &here, &["--after-any", &format!("{middle},{last}"), "--", "echo any >> ran.txt"]).await;
+    let ended = b.wait_all_ended(&[first.clone(), middle.clone(), last.clone(), on_fail.clone(), any.clone()], SECS(60)).await;
+    let state = |id: &str| ended.iter().find(|j| j["id"] == id).unwrap().clone();
+    assert_eq!(state(&first)["state"], "succeeded");
+    assert_eq!(state(&middle)["exit_code"], 4);
+    let l = state(&last);
+    assert_eq!(l["state"], "failed", "{l}");
+    assert_eq!(l["runs"], 0, "the last job never ran: {l}");
+    assert_eq!(l["reason"], format!("dependency {middle} ended failed, so after_ok can never be met"));
+    assert_eq!(state(&on_fail)["state"], "succeeded");
+    assert_eq!(state(&any)["state"], "succeeded");
+    let dependents = b.job(&middle).await["dependents"].clone();
+    assert_eq!(dependents, serde_json::json!([last, on_fail, any]));
+    let o = cli(&b, &here, &["jobs", "get", &last]).await;
+    assert!(out(&o).contains(&format!("after ok      {middle}")), "{}", out(&o));
+    let ran = std::fs::read_to_string(here.join("ran.txt")).unwrap();
+    assert!(!ran.contains("last"), "{ran}");
+    let o = cli(&b, &here, &["jobs", "list"]).await;
+    assert!(out(&o).contains("so after_ok can never be met"), "{}", out(&o));
+    // Already ended: met at once (read from the database, not from the loop's memory).
+    let late = submit(&b, &here, &["--after-ok", &first, "--", "true"]).await;
+    assert_eq!(b.wait_state(&late, &["succeeded", "failed"], SECS(30)).await["state"], "succeeded");
+    let o = cli(&b, &here, &["jobs", "submit", "--after-ok", &first, "--after-ok", "no-such-job", "--", "true"]).await;
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("after_ok[1]: no job or stage `no-such-job`"), "{}", err(&o));
+}
+
+/// An array of 20 with `%3`: never more than 3 tasks running at once, every index seen
+/// exactly once (as Berth and as Slurm name it); cancelling an array cancels the rest.
+async fn arrays(backend: Backend) {
+    let b = Berth::start(backend, &[]).await;
+    let here = workdir(&b, "array");
+    let task = r#"echo "start $(date +%s%N) $BERTH_ARRAY_INDEX $SLURM_ARRAY_TASK_ID" >> log.txt; sleep 0.3; echo "end $(date +%s%N)" >> log.txt"#;
+    let o = cli(&b, &here, &["jobs", "submit", "--array", "0-19%3", "--wait", "--", task]).await;
+    assert_eq!(o.status.code(), Some(0), "{}", err(&o));
+    assert!(err(&o).contains("succeeded=20"), "{}", err(&o));
+    let log = std::fs::read_to_string(here.join("log.txt")).unwrap();
+    let mut edges: Vec<(u128, i32)> = Vec::new();
+    let mut seen: Vec<u32> = Vec::new();
+    for line in log.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["start", t, i, slurm] => {
+                assert_eq!(i, slurm, "{line}");
+                seen.push(i.parse().unwrap());
+                edges.push((t.parse().unwrap(), 1));
+            }
+            ["end", t] => edges.push((t.parse().unwrap(), -1)),
+            _ => panic!("unexpected line {line:?}"),
+        }
+    }
+    seen.sort_unstable();
+    assert_eq!(seen, (0..20).collect::<Vec<u32>>());
+    edges.sort();
+    let peak = edges.iter().scan(0, |n, (_, d)| {
+        *n += d;
+        Some(*n)
+    });
+    assert!(peak.max().unwrap() <= 3, "{log}");
+
+    let o = cli(&b, &here, &["jobs", "submit", "--array", "0-9%2", "--", "sleep 60"]).await;
+    let stage = out(&o).trim().to_string();
+    assert!(stage.starts_with("s-"), "{}", err(&o));
+    common::wait_until("two tasks running", SECS(30), async || {
+        let (_, s) = b.get(&format!("/api/v1/stages/{stage}")).await;
+        (s["counts"]["running"] == 2).then_some(()).ok_or_else(|| s["counts"].to_string())
+    })
+    .await;
+    let o = cli(&b, &here, &["stages", "cancel", &stage]).await;
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o).trim(), format!("{stage}: cancelled=10"));
+}
+
+/// A held job stays pending ("held by …") while later jobs run, until released; a running
+/// job cannot be held.
+async fn hold_and_release(backend: Backend) {
+    let b = Berth::start(backend, &[]).await;
+    let here = workdir(&b, "hold");
+    let held = submit(&b, &here, &["--hold", "--", "echo held"]).await;
+    let after = submit(&b, &here, &["--", "true"]).await;
+    b.wait_state(&after, &["succeeded"], SECS(30)).await;
+    let job = b.job(&held).await;
+    assert_eq!(job["state"], "pending", "{job}");
+    assert_eq!(job["held_by"], "anonymous");
+    assert!(job["reason"].as_str().unwrap().starts_with("held by anonymous"), "{job}");
+    let o = cli(&b, &here, &["jobs", "release", &held]).await;
+    assert_eq!(out(&o).trim(), format!("{held}: released"), "{}", err(&o));
+    assert_eq!(b.wait_state(&held, &["succeeded", "failed"], SECS(30)).await["state"], "succeeded");
+    let kinds: Vec<String> = b.events(&format!("job={held}")).await.iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect();
+    assert!(kinds.contains(&"released".to_string()), "{kinds:?}");
+
+    // Held after submit, then released; a running job is refused.
+    let sleeper = submit(&b, &here, &["--", "sleep 60"]).await;
+    let queued = submit(&b, &here, &["--after-ok", &sleeper, "--", "true"]).await;
+    let o = cli(&b, &here, &["jobs", "hold", &queued]).await;
+    assert_eq!(out(&o).trim(), format!("{queued}: held by anonymous"), "{}", err(&o));
+    b.wait_state(&sleeper, &["running"], SECS(30)).await;
+    let o = cli(&b, &here, &["jobs", "hold", &sleeper]).await;
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("only a pending job can be held"), "{}", err(&o));
+    let o = cli(&b, &here, &["jobs", "cancel", &sleeper]).await;
+    assert!(o.status.success(), "{}", err(&o));
+    let j = b.wait_state(&queued, &["failed"], SECS(30)).await;
+    assert!(j["reason"].as_str().unwrap().contains("ended cancelled"), "{j}");
+}
+
+on_both_databases!(wait_and_exit_codes, dependencies, arrays, hold_and_release);
