@@ -279,4 +279,46 @@ async fn hold_and_release(backend: Backend) {
     assert!(j["reason"].as_str().unwrap().contains("ended cancelled"), "{j}");
 }
 
-on_both_databases!(wait_and_exit_codes, dependencies, arrays, hold_and_release);
+on_both_databases!(wait_and_exit_codes, dependencies, arrays, hold_and_release, usage);
+
+/// Microseconds since the epoch of an RFC 3339 field of a job.
+fn us(job: &serde_json::Value, field: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(job[field].as_str().unwrap_or_else(|| panic!("{field} in {job}"))).unwrap().timestamp_micros()
+}
+
+/// `berth usage` and `GET /api/v1/usage`: per label, jobs by state, CPU- and memory-hours
+/// and waits match the jobs' own recorded times and requests; CSV has a line per group.
+async fn usage(backend: Backend) {
+    let b = Berth::start(backend, &["--local-cpus", "4"]).await;
+    let here = workdir(&b, "usage");
+    let mut ids = Vec::new();
+    for (team, cpu, cmd) in [("a", "2", "sleep 0.4"), ("a", "1", "sleep 0.2; exit 1"), ("b", "2", "sleep 0.3"), ("b", "2", "sleep 0.3"), ("b", "1", "true")] {
+        ids.push(submit(&b, &here, &["--label", &format!("team={team}"), "--cpu", cpu, "--memory-gb", "0.5", "--", cmd]).await);
+    }
+    let ended = b.wait_all_ended(&ids, SECS(60)).await;
+    let (status, report) = b.get("/api/v1/usage?by=label:team&since=1h").await;
+    assert_eq!(status, 200, "{report}");
+    for team in ["a", "b"] {
+        let mine: Vec<&serde_json::Value> = ended.iter().filter(|j| j["labels"]["team"] == team).collect();
+        let cpu_hours: f64 = mine.iter().map(|j| j["resources"]["cpu"].as_f64().unwrap() * (us(j, "finished_at") - us(j, "started_at")) as f64 / 3.6e9).sum();
+        let mem_hours: f64 = mine.iter().map(|j| 0.5 * (us(j, "finished_at") - us(j, "started_at")) as f64 / 3.6e9).sum();
+        let wait_max = mine.iter().map(|j| us(j, "admitted_at") - us(j, "enqueued_at")).max().unwrap() as f64 / 1e6;
+        let row = report["rows"].as_array().unwrap().iter().find(|r| r["group"] == team).unwrap_or_else(|| panic!("{report}"));
+        let close = |got: &serde_json::Value, want: f64| (got.as_f64().unwrap() - want).abs() <= want.abs() * 1e-9 + 1e-12;
+        assert!(close(&row["cpu_hours"], cpu_hours), "{team}: {row} vs {cpu_hours}");
+        assert!(close(&row["memory_gb_hours"], mem_hours), "{team}: {row} vs {mem_hours}");
+        assert!(close(&row["wait_max_s"], wait_max), "{team}: {row} vs {wait_max}");
+        assert_eq!(row["gpu_hours"], 0.0);
+        let count = |state: &str| mine.iter().filter(|j| j["state"] == state).count() as u64;
+        assert_eq!(row["jobs"]["succeeded"].as_u64().unwrap_or(0), count("succeeded"), "{row}");
+        assert_eq!(row["jobs"]["failed"].as_u64().unwrap_or(0), count("failed"), "{row}");
+    }
+    let o = cli(&b, &here, &["usage", "--by", "label:team", "--since", "1h", "-o", "csv"]).await;
+    let csv = out(&o);
+    assert!(csv.starts_with("group,succeeded,failed,"), "{csv}{}", err(&o));
+    assert!(csv.lines().any(|l| l.starts_with("a,1,1,")) && csv.lines().any(|l| l.starts_with("b,3,0,")), "{csv}");
+    let o = cli(&b, &here, &["usage", "--by", "team"]).await;
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("by: `team` is not user, queue or label:KEY"), "{}", err(&o));
+}
+

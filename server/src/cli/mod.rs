@@ -9,6 +9,7 @@ pub mod auth;
 pub mod client;
 pub mod jobs;
 pub mod preview;
+pub mod usage;
 pub mod wait;
 
 use std::io::Read;
@@ -73,6 +74,9 @@ pub enum Command {
     /// The audit log: config applies and rollbacks, token changes, cancels, priority
     /// changes, sign-ins. Admins only.
     Audit(AuditArgs),
+    /// Accounting: jobs by final state, CPU/GPU/memory-hours, waits and preemptions per
+    /// user, queue or label over a time range (`-o csv` for spreadsheets).
+    Usage(crate::cli::usage::UsageArgs),
     /// Who the server takes you for, and your role.
     Whoami {
         #[arg(short, long, value_enum, default_value = "text")]
@@ -146,6 +150,7 @@ impl Cli {
             Command::Stages(c) => run_stages(self, c).await,
             Command::Tokens(c) => crate::cli::auth::run_tokens(self, c).await,
             Command::Audit(args) => crate::cli::auth::run_audit(self, args).await,
+            Command::Usage(args) => crate::cli::usage::run_usage(self, args).await,
             Command::Whoami { output } => crate::cli::auth::run_whoami(self, *output).await,
         }
     }

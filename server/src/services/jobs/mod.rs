@@ -16,6 +16,7 @@ use app::jobs::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+mod usage;
 mod workflows;
 
 use super::request;

@@ -6,6 +6,7 @@
 
 mod history;
 mod rows;
+mod usage;
 #[cfg(test)]
 mod tests;
 
