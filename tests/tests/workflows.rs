@@ -279,6 +279,45 @@ async fn hold_and_release(backend: Backend) {
     assert!(j["reason"].as_str().unwrap().contains("ended cancelled"), "{j}");
 }
 
+/// Holding and releasing follow cancel's roles: another submitter may not release a job
+/// held by its owner; the owner may; a viewer may not hold.
+#[tokio::test]
+async fn hold_and_release_follow_the_roles_of_cancel() {
+    const ADMIN: &str = "berth_test_admin_workflows_0123456789";
+    let b = Berth::start_authenticated(Backend::Sqlite, ADMIN, &[]).await;
+    let token = |user: &'static str, role: &'static str| {
+        let b = &b;
+        async move {
+            let (status, made) = b.post("/api/v1/tokens", &serde_json::json!({"user": user, "role": role})).await;
+            assert_eq!(status, 201, "{made}");
+            made["secret"].as_str().unwrap().to_string()
+        }
+    };
+    let (ann, bob, vic) = (token("ann", "submitter").await, token("bob", "submitter").await, token("vic", "viewer").await);
+    let as_user = |secret: &str, path: String| {
+        let req = reqwest::Client::new().post(format!("{}{path}", b.url)).bearer_auth(secret);
+        async move {
+            let r = req.json(&serde_json::json!({})).send().await.unwrap();
+            (r.status().as_u16(), r.json::<serde_json::Value>().await.unwrap_or_default())
+        }
+    };
+    let (status, job) = as_user(&ann, "/api/v1/jobs".into()).await;
+    assert!(matches!(status, 400 | 422) && job.to_string().contains("entrypoint"), "an empty submit names the missing field: {job}");
+    let r = reqwest::Client::new().post(format!("{}/api/v1/jobs", b.url)).bearer_auth(&ann);
+    let job: serde_json::Value = r.json(&serde_json::json!({"entrypoint": "true", "hold": true})).send().await.unwrap().json().await.unwrap();
+    let id = job["id"].as_str().unwrap().to_string();
+    assert_eq!(job["held_by"], "ann", "{job}");
+    let (status, body) = as_user(&bob, format!("/api/v1/jobs/{id}/release")).await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().contains("belongs to ann"), "{body}");
+    let (status, body) = as_user(&vic, format!("/api/v1/jobs/{id}/release")).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(b.job(&id).await["state"], "pending");
+    let (status, body) = as_user(&ann, format!("/api/v1/jobs/{id}/release")).await;
+    assert_eq!(status, 200, "{body}");
+    b.wait_state(&id, &["succeeded"], SECS(30)).await;
+}
+
 on_both_databases!(wait_and_exit_codes, dependencies, arrays, hold_and_release, usage);
 
 /// Microseconds since the epoch of an RFC 3339 field of a job.
