@@ -14,13 +14,16 @@ BERTH_ADDR ?= 127.0.0.1:3000
 BERTH_DATABASE_URL ?= sqlite://data/berth.db
 # Anonymous local mode (no sign-in) on loopback; `make run BERTH_ACCESS=` to require tokens.
 BERTH_ACCESS ?= --anonymous
+# Where jobs may run: the defaults (home, temp dir) plus the checkout, since `berth jobs
+# submit` runs a job in the directory it was typed in.
+BERTH_WORKDIR_ROOTS ?= --workdir-root $(HOME) --workdir-root $${TMPDIR:-/tmp} --workdir-root $(CURDIR)
 
 .PHONY: run test build site server install deps-run deps-test unit e2e bench release clean-site
 
 ## run: install what is missing, build, serve on http://$(BERTH_ADDR) with SQLite (the dashboard's
 ## files are built into the binary; BERTH_SITE_ROOT=DIR serves others instead)
 run: deps-run build
-	$(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS)
+	$(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS) $(BERTH_WORKDIR_ROOTS)
 
 ## test: unit + integration (SQLite, PostgreSQL, a real Ray head, a real Slurm) + schemathesis against the OpenAPI
 ## document + browser tests in headless Chromium

@@ -144,6 +144,65 @@ pub struct JobRequest {
     /// ends; used by stages.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<String>,
+    /// Jobs it waits for (ids, submission ids or stage ids: a stage stands for its jobs),
+    /// each of which must succeed (sbatch `--dependency=afterok`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_ok: Vec<String>,
+    /// Jobs it waits for, which may end in any way (`afterany`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_any: Vec<String>,
+    /// Jobs it waits for, each of which must fail, time out or be cancelled (`afternotok`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_not_ok: Vec<String>,
+    /// Submit it held: it waits, never admitted, until released.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hold: bool,
+    /// Who holds it (kept by Berth: the submitter for `hold`, else whoever held it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
+}
+
+/// How a job's end meets a dependency on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencyKind {
+    AfterOk,
+    AfterAny,
+    AfterNotOk,
+}
+
+impl DependencyKind {
+    /// The request field that lists such dependencies.
+    pub fn field(self) -> &'static str {
+        match self {
+            DependencyKind::AfterOk => "after_ok",
+            DependencyKind::AfterAny => "after_any",
+            DependencyKind::AfterNotOk => "after_not_ok",
+        }
+    }
+
+    /// Whether a job that ended in `state` meets it (`Some(true)`), never can
+    /// (`Some(false)`), or has not ended yet (`None`).
+    pub fn met_by(self, state: JobState) -> Option<bool> {
+        if !state.is_terminal() {
+            return None;
+        }
+        let ok = state == JobState::Succeeded;
+        Some(match self {
+            DependencyKind::AfterOk => ok,
+            DependencyKind::AfterAny => true,
+            DependencyKind::AfterNotOk => !ok && state != JobState::Rejected,
+        })
+    }
+}
+
+impl JobRequest {
+    /// Every dependency, in field order.
+    pub fn dependencies(&self) -> impl Iterator<Item = (DependencyKind, &String)> {
+        let ok = self.after_ok.iter().map(|id| (DependencyKind::AfterOk, id));
+        let any = self.after_any.iter().map(|id| (DependencyKind::AfterAny, id));
+        ok.chain(any).chain(self.after_not_ok.iter().map(|id| (DependencyKind::AfterNotOk, id)))
+    }
 }
 
 /// The flavor a job's resources were charged to.
@@ -212,6 +271,19 @@ pub struct Job {
     pub position: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub outputs: Vec<String>,
+    /// Jobs it waits for (see [`JobRequest::after_ok`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_ok: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_any: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub after_not_ok: Vec<String>,
+    /// Who holds it, while held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_by: Option<String>,
+    /// Jobs that wait for this one (only on `GET /api/v1/jobs/{id}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependents: Vec<String>,
     /// Its events, oldest first (only on `GET /api/v1/jobs/{id}`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Event>,
@@ -529,4 +601,105 @@ pub struct StageRejection {
     pub index: usize,
     pub job_id: String,
     pub reason: String,
+}
+
+/// What `GET /api/v1/usage` groups jobs by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageGroup {
+    User,
+    Queue,
+    /// The value of one label (e.g. `team`); jobs without it are grouped as `(none)`.
+    Label(String),
+}
+
+/// `GET /api/v1/usage`: jobs that ended in `[since, until)`, per group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UsageReport {
+    pub since: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    /// `user`, `queue` or `label:KEY`.
+    pub by: String,
+    pub rows: Vec<UsageRow>,
+}
+
+/// One group's use (see [`UsageReport`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct UsageRow {
+    pub group: String,
+    /// Jobs by final state.
+    pub jobs: BTreeMap<String, u64>,
+    /// Requested CPUs × run time, in hours (the last run, from its start to the job's end).
+    pub cpu_hours: f64,
+    pub gpu_hours: f64,
+    pub memory_gb_hours: f64,
+    /// Seconds from enqueue to (last) admission, of the jobs that were admitted.
+    pub wait_p50_s: Option<f64>,
+    pub wait_p95_s: Option<f64>,
+    pub wait_max_s: Option<f64>,
+    /// Runs started again other than by a retry: preemptions (and requeues after a backend
+    /// lost a run).
+    pub preemptions: u64,
+}
+
+impl UsageGroup {
+    /// `user`, `queue` or `label:KEY`, as the API's `by` parameter takes it.
+    pub fn parse(raw: &str) -> Result<UsageGroup, String> {
+        match raw.trim() {
+            "user" => Ok(UsageGroup::User),
+            "queue" => Ok(UsageGroup::Queue),
+            other => match other.strip_prefix("label:") {
+                Some(key) if !key.is_empty() => Ok(UsageGroup::Label(key.to_string())),
+                _ => Err(format!("by: `{raw}` is not user, queue or label:KEY")),
+            },
+        }
+    }
+
+    /// The inverse of [`UsageGroup::parse`].
+    pub fn name(&self) -> String {
+        match self {
+            UsageGroup::User => "user".into(),
+            UsageGroup::Queue => "queue".into(),
+            UsageGroup::Label(key) => format!("label:{key}"),
+        }
+    }
+}
+
+impl UsageReport {
+    /// One CSV line per group under a header; a job-state column per final state.
+    pub fn to_csv(&self) -> String {
+        let states = [JobState::Succeeded, JobState::Failed, JobState::TimedOut, JobState::Cancelled, JobState::Rejected];
+        let mut out = String::from("group");
+        for s in states {
+            out.push_str(&format!(",{}", s.as_str()));
+        }
+        out.push_str(",cpu_hours,gpu_hours,memory_gb_hours,wait_p50_s,wait_p95_s,wait_max_s,preemptions\n");
+        let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.3}"));
+        for r in &self.rows {
+            out.push_str(&csv_field(&r.group));
+            for s in states {
+                out.push_str(&format!(",{}", r.jobs.get(s.as_str()).copied().unwrap_or(0)));
+            }
+            out.push_str(&format!(
+                ",{:.4},{:.4},{:.4},{},{},{},{}\n",
+                r.cpu_hours,
+                r.gpu_hours,
+                r.memory_gb_hours,
+                opt(r.wait_p50_s),
+                opt(r.wait_p95_s),
+                opt(r.wait_max_s),
+                r.preemptions
+            ));
+        }
+        out
+    }
+}
+
+/// `s` as one CSV field: quoted when it holds a comma, a quote or a line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }

@@ -5,7 +5,7 @@ use server::cli::{Cli, Command};
 
 #[tokio::main]
 async fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::try_parse().unwrap_or_else(|e| server::cli::usage_error(e));
     let code = match &cli.command {
         Command::Serve(args) => {
             tracing_subscriber::fmt()
@@ -19,7 +19,13 @@ async fn main() {
                 }
             }
         }
-        _ => match cli.run_client_command().await {
+        _ => match {
+            // Like other command-line tools, end quietly when the reader of our output goes
+            // away (`berth jobs get ID | head`) instead of failing to print.
+            // SAFETY: resetting a signal's disposition before any thread writes output.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            cli.run_client_command().await
+        } {
             Ok(code) => code,
             Err(e) => {
                 eprintln!("error: {e:#}");

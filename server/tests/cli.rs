@@ -55,7 +55,7 @@ impl Server {
     }
 
     fn berth_with(&self, token: &str, args: &[&str]) -> Output {
-        Command::new(BIN).args(["--server", &self.url, "--token", token]).args(args).output().unwrap()
+        Command::new(BIN).args(["--server", &self.url, "--token", token]).args(args).current_dir(&self.dir).output().unwrap()
     }
 
     fn file(&self, name: &str, text: &str) -> String {
@@ -191,9 +191,9 @@ fn jobs_submit_list_get_logs_cancel() {
     assert!(out.status.success(), "{}", stderr(&out));
     let id = stdout(&out).trim().to_string();
     assert!(id.starts_with("j-"), "{id}");
-    // Follow returns once the job has ended, with the whole log.
+    // Follow returns once the job has ended, with the whole log (stderr lines marked).
     let out = server.berth(&["jobs", "logs", "-f", &id]);
-    assert_eq!(stdout(&out), "hello it's me\n");
+    assert_eq!(stdout(&out), "hello it's me\n[stderr] oops\n");
     let out = server.berth(&["jobs", "logs", "--stderr", &id]);
     assert_eq!(stdout(&out), "oops\n");
     let out = server.berth(&["jobs", "get", &id, "-o", "json"]);

@@ -104,6 +104,11 @@ fn JobBody(j: Job, caused: Vec<Event>, ui: ActionState) -> impl IntoView {
                     {j.runtime_env.working_dir.clone().map(|d| view! { <dt>"Working dir"</dt><dd class="mono">{d}</dd> })}
                     {(!env.is_empty()).then(|| view! { <dt>"Environment"</dt><dd class="mono">{env.join(" ")}</dd> })}
                     {j.exit_code.map(|c| view! { <dt>"Exit code"</dt><dd data-testid="exit-code">{c}</dd> })}
+                    {j.held_by.clone().map(|by| view! { <dt>"Held by"</dt><dd data-testid="held-by">{by}</dd> })}
+                    {job_links("After (ok)", "after-ok", &j.after_ok)}
+                    {job_links("After (any)", "after-any", &j.after_any)}
+                    {job_links("After (not ok)", "after-not-ok", &j.after_not_ok)}
+                    {job_links("Dependents", "dependents", &j.dependents)}
                 </dl>
             </section>
         </div>
@@ -250,4 +255,13 @@ fn Logs(id: String, running: bool) -> impl IntoView {
             <p class="hint">{format!("The last {LOG_LINES} lines. ")}</p>
         </section>
     }
+}
+
+/// A fact row linking each of `ids` to its job page (nothing when there are none): the
+/// jobs this one waits for, or that wait for it.
+fn job_links(title: &'static str, testid: &'static str, ids: &[String]) -> Option<impl IntoView> {
+    (!ids.is_empty()).then(|| {
+        let links = ids.iter().map(|id| view! { <a class="mono" href=format!("/jobs/{id}")>{id.clone()}</a>" " }).collect_view();
+        view! { <dt>{title}</dt><dd data-testid=testid>{links}</dd> }
+    })
 }

@@ -200,6 +200,7 @@ impl Loop {
         self.diverged |= result.is_err();
         for key in batch.touched.drain(..) {
             if self.state.jobs.get(&key).is_some_and(|l| l.row.state.is_terminal()) {
+                self.remember_end(&key);
                 self.state.jobs.remove(&key);
                 self.backend_waits.remove(&key);
             }
@@ -247,6 +248,7 @@ impl Loop {
         self.diverged |= !done.ok;
         // A final state is final: what it wrote is what memory still says.
         for key in done.ended {
+            self.remember_end(&key);
             self.state.jobs.remove(&key);
             self.backend_waits.remove(&key);
         }

@@ -44,7 +44,9 @@ impl Loop {
                 for row in rows {
                     self.reroute_needed |= row.config_version != Some(self.state.config_version);
                     let live = Live::from_row(row, &self.state.compiled);
-                    self.state.jobs.insert(live.key.clone(), live);
+                    let key = live.key.clone();
+                    self.state.jobs.insert(key.clone(), live);
+                    self.note_dependencies(&key);
                 }
                 self.dirty = true;
             }
@@ -58,6 +60,10 @@ impl Loop {
             }
             Cmd::Priority { id, priority, by, reply } => {
                 let result = self.set_priority(&id, priority, &by, now, batch);
+                batch.replies.push((reply, result));
+            }
+            Cmd::Hold { id, hold, by, reply } => {
+                let result = self.hold(&id, hold, &by, now, batch);
                 batch.replies.push((reply, result));
             }
         }

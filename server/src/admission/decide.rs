@@ -6,6 +6,7 @@
 use engine::{Admission, PendingInfo, Plan, Preemption};
 
 use super::events;
+use super::gate::Gate;
 
 use super::*;
 
@@ -18,6 +19,8 @@ pub(super) struct Offer<'a> {
     left_out: Vec<&'a Live>,
     /// Pending jobs not offered now, with why (position 0).
     held_back: Vec<(Name, String)>,
+    /// Pending jobs whose dependency can never be met, with why.
+    unmeetable: Vec<(Name, String)>,
     /// The earliest retry backoff still running.
     next_retry: Option<i64>,
 }
@@ -26,12 +29,13 @@ impl Loop {
     /// Runs the engine and applies its plan to the live state; returns the jobs to start.
     pub(super) fn decide(&mut self, now: i64, batch: &mut Batch) -> Vec<Name> {
         // 1. Offer, and 2. plan (borrowing the live jobs).
-        let (plan, explained, held_back, next_retry) = {
+        let (plan, explained, held_back, next_retry, unmeetable) = {
             let mut offer = self.offer(now);
             let (plan, explained) = self.plan(&mut offer, now);
-            (plan, explained, offer.held_back, offer.next_retry)
+            (plan, explained, offer.held_back, offer.next_retry, offer.unmeetable)
         };
         self.next_retry = next_retry;
+        self.fail_unmeetable(unmeetable, now, batch);
         // 3. Preempt, then admit.
         self.preempt(&plan.preemptions, now, batch);
         let starts = self.admit(&plan.admissions, now, batch);
@@ -65,6 +69,7 @@ impl Loop {
         let quick = !self.explain_due && self.explained_at.is_some_and(|t| t.elapsed() < EXPLAIN_EVERY);
         let compiled = self.state.compiled.clone();
         let mut held_back: Vec<(Name, String)> = Vec::new();
+        let mut unmeetable: Vec<(Name, String)> = Vec::new();
         let mut next_retry = self.next_retry;
         let mut offered = Vec::new();
         let mut staged: Vec<&Live> = Vec::new();
@@ -73,6 +78,17 @@ impl Loop {
         let mut last_stage: Option<(&str, bool)> = None;
         let capped = |id: &'_ str| -> bool { self.state.stages.get(id).is_some_and(|&cap| cap > 0) };
         for l in pending {
+            match self.gate(l) {
+                Gate::Open => {}
+                Gate::Wait(why) => {
+                    held_back.push((l.key.clone(), why));
+                    continue;
+                }
+                Gate::Never(why) => {
+                    unmeetable.push((l.key.clone(), why));
+                    continue;
+                }
+            }
             if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
                 next_retry = Some(next_retry.map_or(t, |n: i64| n.min(t)));
                 let why = l.row.reason.clone().unwrap_or_default();
@@ -111,7 +127,7 @@ impl Loop {
             *held += 1;
             offered.push(l.pending_job());
         }
-        Offer { running, offered, cuts, left_out, held_back, next_retry }
+        Offer { running, offered, cuts, left_out, held_back, unmeetable, next_retry }
     }
 
     /// The engine's plan for `offer`, and whether it explains every waiting job (a quick

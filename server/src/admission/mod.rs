@@ -36,6 +36,7 @@ mod apply;
 mod commands;
 mod decide;
 mod events;
+mod gate;
 #[cfg(test)]
 mod harness;
 pub mod intake;
@@ -135,6 +136,8 @@ pub enum Cmd {
     Stage { id: String, max_concurrent: u32 },
     Cancel { id: String, by: String, reply: Reply },
     Priority { id: String, priority: i64, by: String, reply: Reply },
+    /// Holds (`hold`) or releases a pending job.
+    Hold { id: String, hold: bool, by: String, reply: Reply },
     /// Runs a read-only closure over the live state (queue views, positions).
     Inspect(Box<dyn FnOnce(&State) + Send>),
 }
@@ -234,6 +237,13 @@ pub struct Loop {
     committing: Option<tokio::task::JoinHandle<Committed>>,
     /// Where admissions, starts, preemptions and backend failures are counted.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
+    /// Jobs some live job depended on when it came in (see `gate`): their final states are
+    /// kept when they leave memory. Grows with the dependencies named, about 50 bytes each.
+    awaited: HashSet<Name>,
+    /// Final states of awaited jobs no longer in memory.
+    ended: HashMap<Name, JobState>,
+    /// Dependencies to read from the database before the next decision.
+    lookup: HashSet<Name>,
 }
 
 /// What a background commit wrote, and how it went.
@@ -349,6 +359,9 @@ impl Loop {
             explain_at: None,
             committing: None,
             metrics: Arc::new(crate::metrics::Metrics::new()),
+            awaited: HashSet::new(),
+            ended: HashMap::new(),
+            lookup: HashSet::new(),
         }
     }
 
@@ -458,6 +471,7 @@ impl Loop {
             self.on_tick(now, &mut batch);
         }
         self.reroute_stale(now, &mut batch);
+        self.look_up_dependencies().await;
         let mut starts = Vec::new();
         let decided = self.dirty;
         if self.dirty {

@@ -18,6 +18,7 @@ impl Loop {
             let key = live.key.clone();
             let holding = live.row.state.holds_quota();
             self.state.jobs.insert(key.clone(), live);
+            self.note_dependencies(&key);
             if !holding {
                 continue;
             }

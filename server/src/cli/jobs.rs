@@ -12,6 +12,8 @@ use serde_json::json;
 
 use crate::cli::{print_json, read_file, report_error, Cli, Output};
 use crate::cli::client::{encode, ClientError};
+use crate::cli::array::array_stage;
+use crate::cli::wait;
 
 /// `berth jobs …`.
 #[derive(Debug, Subcommand)]
@@ -48,9 +50,14 @@ pub enum JobsCommand {
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
     },
-    /// Print a job's log (stdout, or stderr with `--stderr`).
+    /// Print a job's log: stdout and stderr (stderr lines marked `[stderr] `), or one of
+    /// them. Exits with the job's code once it has ended (see `--wait`).
     Logs {
         id: String,
+        /// Only stdout.
+        #[arg(long, conflicts_with = "stderr")]
+        stdout: bool,
+        /// Only stderr.
         #[arg(long)]
         stderr: bool,
         /// Only the last N lines.
@@ -62,15 +69,23 @@ pub enum JobsCommand {
     },
     /// Cancel a pending or running job.
     Cancel { id: String },
-    /// Change a job's priority (within its rule's bounds).
-    Priority { id: String, priority: i64 },
+    /// Hold a pending job: it stays pending and is not admitted until released.
+    Hold { id: String },
+    /// Release a held job.
+    Release { id: String },
+    /// Change a job's priority (within its rule's bounds; it may be negative).
+    Priority {
+        id: String,
+        #[arg(allow_negative_numbers = true)]
+        priority: i64,
+    },
 }
 
 /// Options of `berth jobs submit`.
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
     #[arg(long)]
-    name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Your own id for the job, unique (Ray's `submission_id`): it can be read and stopped
     /// by it, here and through Ray's job API.
     #[arg(long)]
@@ -87,7 +102,8 @@ pub struct SubmitArgs {
     /// `KEY=VALUE` (repeatable); rules route by labels.
     #[arg(long = "label", value_name = "KEY=VALUE")]
     labels: Vec<String>,
-    #[arg(long)]
+    /// Priority (may be negative: `--priority -5`); default: the rule's.
+    #[arg(long, allow_negative_numbers = true)]
     priority: Option<i64>,
     /// Seconds of running before the job is stopped (0: no limit).
     #[arg(long, default_value_t = 0)]
@@ -95,9 +111,35 @@ pub struct SubmitArgs {
     /// Retries of a failed run.
     #[arg(long, default_value_t = 0)]
     retries: u32,
-    /// Working directory (absolute; default: a fresh directory per run).
-    #[arg(long)]
+    /// Working directory on the server's host. Default: the current directory when the
+    /// server runs on this host, else a fresh directory per run.
+    #[arg(long, conflicts_with = "fresh_workdir")]
     workdir: Option<PathBuf>,
+    /// Run in a fresh directory per run (under the server's data dir), not the current one.
+    #[arg(long)]
+    fresh_workdir: bool,
+    /// Follow the job's stdout and stderr until it ends, then exit with its code: 0
+    /// succeeded, its own code when it failed, 124 timed out, 130 cancelled, 65 rejected.
+    #[arg(long)]
+    wait: bool,
+    /// Run only after each of these jobs (ids, submission ids or stage ids) succeeded
+    /// (sbatch `--dependency=afterok`); one that fails or is cancelled fails this job.
+    #[arg(long = "after-ok", value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub(crate) after_ok: Vec<String>,
+    /// Run only after each of these jobs ended, however (`afterany`).
+    #[arg(long = "after-any", value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub(crate) after_any: Vec<String>,
+    /// Run only after each of these jobs failed, timed out or was cancelled (`afternotok`).
+    #[arg(long = "after-not-ok", value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub(crate) after_not_ok: Vec<String>,
+    /// Submit it held: it waits until `berth jobs release ID`.
+    #[arg(long)]
+    pub(crate) hold: bool,
+    /// Submit an array of tasks, `0-99`, `1,3,5-9` or `0-99%8` (at most 8 running at once),
+    /// as one stage; each task gets BERTH_ARRAY_INDEX and SLURM_ARRAY_TASK_ID. Prints the
+    /// stage's id.
+    #[arg(long, value_name = "RANGE[%N]")]
+    pub(crate) array: Option<String>,
     /// Environment variable `KEY=VALUE` (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     env: Vec<String>,
@@ -105,7 +147,7 @@ pub struct SubmitArgs {
     #[arg(long = "output-file", value_name = "PATH")]
     outputs: Vec<String>,
     #[arg(short, long, value_enum, default_value = "text")]
-    output: Output,
+    pub(crate) output: Output,
     /// The command and its arguments (one argument is taken as a shell command line).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -126,6 +168,10 @@ pub enum StagesCommand {
         id: String,
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
+    },
+    /// Cancel every unfinished job of a stage (an array).
+    Cancel {
+        id: String,
     },
     /// A stage's results: each job's status, exit code, log tails and outputs.
     Results {
@@ -160,10 +206,7 @@ pub struct EventsArgs {
 pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
     let client = cli.client();
     let outcome = match command {
-        JobsCommand::Submit(args) => {
-            let req = submit_request(args)?;
-            client.post_json::<Job>("/api/v1/jobs", &req).await.map(|job| show(args.output, &job, |job| println!("{}", job.id)))
-        }
+        JobsCommand::Submit(args) => return submit(cli, args).await,
         JobsCommand::List { queue, state, label, submitter, stage, search, max_items, cursor, output } => {
             let mut q: Vec<(&str, String)> = vec![("max_items", max_items.to_string())];
             for (k, v) in [("queue", queue), ("state", state), ("label", label), ("submitter", submitter), ("stage", stage), ("q", search), ("cursor", cursor)] {
@@ -174,8 +217,9 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
             client.get_json::<JobPage>("/api/v1/jobs", &q).await.map(|page| show(*output, &page, print_jobs))
         }
         JobsCommand::Get { id, output } => client.get_json::<Job>(&format!("/api/v1/jobs/{}", encode(id)), &[]).await.map(|job| show(*output, &job, print_job)),
-        JobsCommand::Logs { id, stderr, tail, follow } => {
-            let mut q: Vec<(&str, String)> = vec![("stream", if *stderr { "stderr" } else { "stdout" }.into())];
+        JobsCommand::Logs { id, stdout, stderr, tail, follow } => {
+            let stream = if *stdout { "stdout" } else if *stderr { "stderr" } else { "both" };
+            let mut q: Vec<(&str, String)> = vec![("stream", stream.into())];
             if let Some(t) = tail {
                 q.push(("tail", t.to_string()));
             }
@@ -183,12 +227,22 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
                 q.push(("follow", "true".into()));
             }
             let mut out = std::io::stdout();
+            let printed = client.logs(id, &q, |chunk| {
+                let _ = out.write_all(chunk);
+                let _ = out.flush();
+            });
+            let code = match printed.await {
+                Ok(()) => wait::ended(&client, id).await,
+                Err(e) => Err(e),
+            };
+            return Ok(code.unwrap_or_else(|e| finish(Err(e))));
+        }
+        JobsCommand::Hold { id } | JobsCommand::Release { id } => {
+            let verb = if matches!(command, JobsCommand::Hold { .. }) { "hold" } else { "release" };
             client
-                .logs(id, &q, |chunk| {
-                    let _ = out.write_all(chunk);
-                    let _ = out.flush();
-                })
+                .post_json::<Job>(&format!("/api/v1/jobs/{}/{verb}", encode(id)), &json!({}))
                 .await
+                .map(|job| println!("{}: {}", job.id, job.held_by.map_or("released".to_string(), |by| format!("held by {by}"))))
         }
         JobsCommand::Cancel { id } => client
             .post_json::<Job>(&format!("/api/v1/jobs/{}/cancel", encode(id)), &json!({}))
@@ -200,6 +254,82 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
             .map(|job| println!("{}: priority {}", job.id, job.priority)),
     };
     Ok(finish(outcome))
+}
+
+/// `berth jobs submit`: prints the new job's id, or with `--wait` follows it to its end and
+/// returns its exit code.
+async fn submit(cli: &Cli, args: &SubmitArgs) -> Result<i32> {
+    let client = cli.client();
+    let req = submit_request(args, workdir(cli, args)?)?;
+    if let Some(range) = &args.array {
+        return submit_array(&client, args, array_stage(&req, range)?).await;
+    }
+    let job = match client.post_json::<Job>("/api/v1/jobs", &req).await {
+        Ok(job) => job,
+        Err(e) => {
+            let rejected = matches!(&e, ClientError::Api(body, _) if body.error.code == "rejected");
+            let outside = matches!(&e, ClientError::Api(body, _) if body.error.message.contains("outside the allowed roots"));
+            let code = finish(Err(e));
+            if outside && args.workdir.is_none() {
+                eprintln!("  (the current directory is the default working directory: submit from an allowed one, or add --fresh-workdir)");
+            }
+            return Ok(if rejected && args.wait { wait::REJECTED } else { code });
+        }
+    };
+    if !args.wait {
+        show(args.output, &job, |job| println!("{}", job.id));
+        return Ok(0);
+    }
+    eprintln!("berth: job {} submitted; following its output (Ctrl-C stops following, not the job)", job.id);
+    Ok(wait::follow(&client, &job.id).await.unwrap_or_else(|e| finish(Err(e))))
+}
+
+/// Submits an array as a stage; prints its id, or with `--wait` waits for every task.
+async fn submit_array(client: &crate::cli::client::Client, args: &SubmitArgs, stage: StageRequest) -> Result<i32> {
+    let created = match client.post_json::<StageCreated>("/api/v1/stages", &stage).await {
+        Ok(c) => c,
+        Err(e) => return Ok(finish(Err(e))),
+    };
+    for r in &created.rejected {
+        eprintln!("  task {} ({}) rejected: {}", r.index, r.job_id, r.reason);
+    }
+    if !args.wait {
+        show(args.output, &created, |c| println!("{}", c.stage_id));
+        return Ok(0);
+    }
+    eprintln!("berth: array {} of {} tasks submitted; waiting for them (Ctrl-C stops waiting, not the tasks)", created.stage_id, created.job_ids.len());
+    Ok(wait::stage(client, &created.stage_id).await.unwrap_or_else(|e| finish(Err(e))))
+}
+
+/// The working directory a submit names: `--workdir`; else, when the server runs on this
+/// host, the current directory (said on standard error); else none, and why.
+fn workdir(cli: &Cli, args: &SubmitArgs) -> Result<Option<String>> {
+    if let Some(dir) = &args.workdir {
+        return Ok(Some(std::path::absolute(dir).with_context(|| format!("--workdir: {}", dir.display()))?.display().to_string()));
+    }
+    if args.fresh_workdir {
+        return Ok(None);
+    }
+    if !is_local(&cli.server) {
+        eprintln!(
+            "berth: the server {} is not on this host, so the job runs in a fresh directory there. \
+             `--workdir DIR` names a directory that must exist on the server's host; to send your \
+             code along, submit it as a package through Berth's Ray API (`ray job submit --working-dir .`).",
+            cli.server
+        );
+        return Ok(None);
+    }
+    let cwd = std::env::current_dir().context("the current directory cannot be read; name one with --workdir DIR or use --fresh-workdir")?;
+    eprintln!("berth: the job runs in {} (the current directory; --workdir DIR or --fresh-workdir to change)", cwd.display());
+    Ok(Some(cwd.display().to_string()))
+}
+
+/// Whether `server` (a URL) is on this host: a loopback name or address.
+fn is_local(server: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(server) else { return false };
+    let Some(host) = url.host_str() else { return false };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `value` as JSON or YAML, or for people through `text`.
@@ -226,7 +356,7 @@ pub(crate) fn finish(outcome: Result<(), ClientError>) -> i32 {
     }
 }
 
-fn submit_request(args: &SubmitArgs) -> Result<JobRequest> {
+fn submit_request(args: &SubmitArgs, workdir: Option<String>) -> Result<JobRequest> {
     let entrypoint = match args.command.as_slice() {
         [one] => one.clone(),
         many => many.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" "),
@@ -237,10 +367,6 @@ fn submit_request(args: &SubmitArgs) -> Result<JobRequest> {
         let amount: f64 = amount.trim().parse().with_context(|| format!("--resource: `{raw}`: `{amount}` is not a number"))?;
         custom.insert(name.trim().to_string(), amount);
     }
-    let workdir = match &args.workdir {
-        Some(dir) => Some(std::path::absolute(dir).with_context(|| format!("--workdir: {}", dir.display()))?.display().to_string()),
-        None => None,
-    };
     Ok(JobRequest {
         name: args.name.clone(),
         submission_id: args.submission_id.clone(),
@@ -252,6 +378,11 @@ fn submit_request(args: &SubmitArgs) -> Result<JobRequest> {
         timeout_s: args.timeout,
         max_retries: args.retries,
         outputs: args.outputs.clone(),
+        after_ok: args.after_ok.clone(),
+        after_any: args.after_any.clone(),
+        after_not_ok: args.after_not_ok.clone(),
+        hold: args.hold,
+        held_by: None,
     })
 }
 
@@ -287,18 +418,19 @@ fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
 }
 
 fn print_jobs(page: &JobPage) {
-    println!("{:<18}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  REASON", "ID", "NAME", "STATE", "QUEUE", "PRIO", "AGE");
+    println!("{:<18}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  {:>4}  REASON", "ID", "NAME", "STATE", "QUEUE", "PRIO", "AGE", "EXIT");
     for j in &page.jobs {
         let reason = j.reason.as_deref().unwrap_or("");
         let pos = j.position.map(|p| format!("#{p} ")).unwrap_or_default();
         println!(
-            "{:<18}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  {pos}{reason}",
+            "{:<18}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  {:>4}  {pos}{reason}",
             j.id,
             truncate(&j.name, 20),
             j.state.as_str(),
             truncate(j.queue.as_deref().unwrap_or("-"), 14),
             j.priority,
-            ago(j.submitted_at)
+            ago(j.submitted_at),
+            j.exit_code.map_or("-".into(), |c| c.to_string())
         );
     }
     if let Some(c) = &page.next_cursor {
@@ -342,6 +474,14 @@ fn print_job(j: &Job) {
     }
     if let Some(n) = &j.node {
         line("node", format!("{n} ({})", j.backend.as_deref().unwrap_or("?")));
+    }
+    for (name, ids) in [("after ok", &j.after_ok), ("after any", &j.after_any), ("after not ok", &j.after_not_ok), ("dependents", &j.dependents)] {
+        if !ids.is_empty() {
+            line(name, ids.join(" "));
+        }
+    }
+    if let Some(by) = &j.held_by {
+        line("held by", by.clone());
     }
     line("runs", format!("{} (retries {}/{})", j.runs, j.retries, j.max_retries));
     if let Some(c) = j.exit_code {
@@ -472,6 +612,10 @@ pub async fn run_stages(cli: &Cli, command: &StagesCommand) -> Result<i32> {
                     println!("  {:<18}  {:<10}  {}", j.id, j.state.as_str(), j.name);
                 }
             })),
+        StagesCommand::Cancel { id } => client.post_json::<StageStatus>(&format!("/api/v1/stages/{}/cancel", encode(id)), &json!({})).await.map(|s| {
+            let counts: Vec<String> = s.counts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("{}: {}", s.id, counts.join(" "));
+        }),
         StagesCommand::Results { id, output } => client.get_json::<StageResults>(&format!("/api/v1/stages/{}/results", encode(id)), &[]).await.map(|r| show(*output, &r, |r| {
                 println!("{} ({}): {}", r.stage_id, r.stage_name, if r.success { "success" } else { r.error_message.as_deref().unwrap_or("failed") });
                 for j in &r.job_statuses {
@@ -493,5 +637,15 @@ mod tests {
         assert_eq!(shell_quote("a b"), "'a b'");
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn loopback_servers_are_on_this_host() {
+        for s in ["http://127.0.0.1:3000", "http://localhost:3000", "http://[::1]:3000/", "http://127.0.0.2"] {
+            assert!(is_local(s), "{s}");
+        }
+        for s in ["http://berth.example.com", "http://10.0.0.5:3000", "not a url"] {
+            assert!(!is_local(s), "{s}");
+        }
     }
 }

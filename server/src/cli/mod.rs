@@ -4,10 +4,13 @@
 //! Read commands print a table or YAML for people and take `-o json` for scripts. Exit codes:
 //! 0 success, 1 the request failed or the config is invalid, 2 bad usage (from clap).
 
+pub mod array;
 pub mod auth;
 pub mod client;
 pub mod jobs;
 pub mod preview;
+pub mod usage;
+pub mod wait;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -76,6 +79,9 @@ pub enum Command {
     /// The audit log: config applies and rollbacks, token changes, cancels, priority
     /// changes, sign-ins. Admins only.
     Audit(AuditArgs),
+    /// Accounting: jobs by final state, CPU/GPU/memory-hours, waits and preemptions per
+    /// user, queue or label over a time range (`-o csv` for spreadsheets).
+    Usage(crate::cli::usage::UsageArgs),
     /// Who the server takes you for, and your role.
     Whoami {
         #[arg(short, long, value_enum, default_value = "text")]
@@ -153,6 +159,7 @@ impl Cli {
             Command::Stages(c) => run_stages(self, c).await,
             Command::Tokens(c) => crate::cli::auth::run_tokens(self, c).await,
             Command::Audit(args) => crate::cli::auth::run_audit(self, args).await,
+            Command::Usage(args) => crate::cli::usage::run_usage(self, args).await,
             Command::Whoami { output } => crate::cli::auth::run_whoami(self, *output).await,
         }
     }
@@ -412,6 +419,27 @@ pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
             1
         }
     })
+}
+
+/// Exits on a command line clap refused. clap's tip for an argument that looks like a
+/// negative number ("to pass '-1' as a value, use '-- -1'") is wrong here: after `--` comes
+/// the job's command. Berth says where negative numbers go instead.
+pub fn usage_error(e: clap::Error) -> ! {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let arg = match (e.kind(), e.get(ContextKind::InvalidArg)) {
+        (ErrorKind::UnknownArgument, Some(ContextValue::String(arg))) => arg.clone(),
+        _ => e.exit(),
+    };
+    if arg.parse::<f64>().is_err() {
+        e.exit();
+    }
+    eprintln!(
+        "error: unexpected argument `{arg}`: this command takes no number there. Negative numbers are \
+         accepted right after the option or place that takes them (`--priority {arg}`, \
+         `berth jobs priority ID {arg}`); anything after `--` is the job's command.\n\n\
+         For more information, try '--help'."
+    );
+    std::process::exit(2);
 }
 
 pub(crate) fn read_file(path: &PathBuf) -> Result<String> {

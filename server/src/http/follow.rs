@@ -14,7 +14,7 @@ const POLL: Duration = Duration::from_millis(300);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Growth {
     /// New bytes of one of the followed streams.
-    Bytes(Vec<u8>),
+    Bytes(Stream, Vec<u8>),
     /// The job started run `n` (after a preemption or a retry); its log starts empty.
     NewRun(i64),
 }
@@ -60,7 +60,7 @@ impl Follower {
                 // A rotated log is shorter than what was seen: start over from its beginning.
                 let new = if read.bytes.len() >= seen { &read.bytes[seen..] } else { &read.bytes[..] };
                 if !new.is_empty() {
-                    found.push(Growth::Bytes(new.to_vec()));
+                    found.push(Growth::Bytes(stream, new.to_vec()));
                 }
                 self.streams[i].1 = read.bytes.len();
             }

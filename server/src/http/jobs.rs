@@ -18,6 +18,7 @@ use serde_json::json;
 
 use super::body::{Params, PathText, RawBody};
 use super::follow::{Follower, Growth};
+use super::logmux::Mux;
 use futures_util::StreamExt;
 use super::error::ApiError;
 use crate::services::auth::Caller;
@@ -162,13 +163,15 @@ async fn set_priority(State(state): State<AppState>, caller: Caller, PathText(id
 /// Most bytes one logs response returns.
 pub(crate) const MAX_LOG: u64 = 16 * 1024 * 1024;
 
-/// `?stream=stdout|stderr&tail=LINES&follow=true`: plain text; with `follow`, the body stays
-/// open and grows until the job ends.
+/// `?stream=stdout|stderr|both&tail=LINES&follow=true`: plain text; with `follow`, the body
+/// stays open and grows until the job ends. `both` joins the streams line by line, stderr
+/// lines marked (see [`super::logmux`]).
 async fn logs(State(state): State<AppState>, PathText(id): PathText, params: Params) -> Result<Response, ApiError> {
-    let stream = match params.get("stream").unwrap_or("stdout") {
-        "stdout" => Stream::Stdout,
-        "stderr" => Stream::Stderr,
-        other => return Err(ApiError::bad_request(format!("stream: `{other}` is not stdout or stderr"))),
+    let streams: &[Stream] = match params.get("stream").unwrap_or("stdout") {
+        "stdout" => &[Stream::Stdout],
+        "stderr" => &[Stream::Stderr],
+        "both" => &[Stream::Stdout, Stream::Stderr],
+        other => return Err(ApiError::bad_request(format!("stream: `{other}` is not stdout, stderr or both"))),
     };
     let tail = params.get_i64("tail")?;
     if tail.is_some_and(|t| t < 0) {
@@ -176,23 +179,37 @@ async fn logs(State(state): State<AppState>, PathText(id): PathText, params: Par
     }
     let follow = matches!(params.get("follow"), Some("true" | "1" | ""));
     let tail_bytes = Some(tail.map_or(MAX_LOG, |lines| tail_bytes(lines as u64)));
-    let read = state.runtime.read_log(&id, stream, tail_bytes).await?;
-    let first = match tail {
-        Some(lines) => last_lines(&read.bytes, lines as usize).to_vec(),
-        None => read.bytes.clone(),
-    };
+    let mut mux = Mux::default();
+    let (mut first, mut seen, mut run, mut ended) = (Vec::new(), Vec::new(), 0, true);
+    for &stream in streams {
+        let read = state.runtime.read_log(&id, stream, tail_bytes).await?;
+        let shown = match tail {
+            Some(lines) => last_lines(&read.bytes, lines as usize),
+            None => &read.bytes[..],
+        };
+        first.extend(if streams.len() == 1 { shown.to_vec() } else { mux.push(stream, shown) });
+        seen.push((stream, read.bytes.len()));
+        (run, ended) = (read.run, read.state.is_terminal());
+    }
     let text_plain = [(CONTENT_TYPE, "text/plain; charset=utf-8")];
-    if !follow || read.state.is_terminal() {
+    if !follow || ended {
+        first.extend(mux.finish());
         return Ok((text_plain, first).into_response());
     }
     // Follow: send what is appended, until the job ends.
-    let follower = Follower::new(state.runtime.clone(), id, vec![(stream, read.bytes.len())], read.run);
-    let rest = futures_util::stream::unfold(follower, |mut f| async move {
-        let bytes: Vec<u8> = f.next().await?.into_iter().flat_map(|g| match g {
-            Growth::Bytes(b) => b,
+    let follower = Follower::new(state.runtime.clone(), id, seen, run);
+    let single = streams.len() == 1;
+    let rest = futures_util::stream::unfold((follower, mux, false), move |(mut f, mut mux, done)| async move {
+        if done {
+            return None;
+        }
+        let Some(growth) = f.next().await else { return Some((Ok::<_, std::io::Error>(mux.finish()), (f, mux, true))) };
+        let bytes: Vec<u8> = growth.into_iter().flat_map(|g| match g {
+            Growth::Bytes(_, b) if single => b,
+            Growth::Bytes(stream, b) => mux.push(stream, &b),
             Growth::NewRun(_) => Vec::new(),
         }).collect();
-        Some((Ok::<_, std::io::Error>(bytes), f))
+        Some((Ok(bytes), (f, mux, false)))
     });
     let body = futures_util::stream::once(async { Ok(first) }).chain(rest);
     Ok((text_plain, Body::from_stream(body)).into_response())

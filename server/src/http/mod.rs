@@ -12,6 +12,7 @@ pub mod config;
 pub mod dashboard;
 pub mod error;
 pub mod follow;
+pub mod logmux;
 pub mod identity;
 pub mod jobs;
 pub mod metrics;
@@ -19,6 +20,7 @@ pub mod openapi;
 pub mod preview;
 pub mod ray_api;
 pub mod stream;
+pub mod workflows;
 
 use std::time::Duration;
 
@@ -40,6 +42,7 @@ pub(crate) fn api_routes(state: AppState) -> Router {
     let v1 = Router::new()
         .nest("/scheduler/config", config::routes())
         .merge(jobs::routes())
+        .merge(workflows::routes())
         .merge(auth::routes())
         .merge(stream::routes())
         .merge(openapi::routes())

@@ -24,7 +24,7 @@ async fn send(mut socket: WebSocket, mut follower: Follower) {
     while let Some(growth) = follower.next().await {
         for g in growth {
             let text = match g {
-                Growth::Bytes(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Growth::Bytes(_, bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 Growth::NewRun(n) => format!("--- Berth: run {n} of this job starts (the one before was stopped or failed, and the job was requeued) ---\n"),
             };
             if socket.send(Message::Text(text.into())).await.is_err() {

@@ -250,6 +250,11 @@ mod tests {
             reason: None,
             position: None,
             outputs: vec![],
+            after_ok: vec![],
+            after_any: vec![],
+            after_not_ok: vec![],
+            held_by: None,
+            dependents: vec![],
             history: vec![],
         }
     }

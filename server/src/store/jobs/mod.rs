@@ -6,6 +6,7 @@
 
 mod history;
 mod rows;
+mod usage;
 #[cfg(test)]
 mod tests;
 
@@ -138,6 +139,11 @@ impl JobRow {
             reason: self.reason.clone(),
             position: None,
             outputs: self.spec.outputs.clone(),
+            after_ok: self.spec.after_ok.clone(),
+            after_any: self.spec.after_any.clone(),
+            after_not_ok: self.spec.after_not_ok.clone(),
+            held_by: self.spec.held_by.clone(),
+            dependents: Vec::new(),
             history: Vec::new(),
         }
     }
@@ -456,6 +462,39 @@ impl JobStore {
         let sql = format!("SELECT {JOB_COLUMNS} FROM jobs WHERE id = $1");
         let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(&self.db.pool).await?;
         job_from_row(&row.ok_or_else(|| JobStoreError::NotFound(id.to_string()))?)
+    }
+
+    /// The state of each of the jobs `ids` that exists.
+    pub async fn states(&self, ids: &[String]) -> Result<Vec<(String, JobState)>> {
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(500) {
+            let mut sql = Sql { text: "SELECT id, state FROM jobs WHERE id IN (".into(), binds: Vec::new() };
+            sql.in_list(&vec!["?"; chunk.len()].join(", "), chunk.iter().map(|id| Bind::S(id.clone())));
+            sql.text.push(')');
+            for row in sql.fetch_all(&self.db).await? {
+                let (id, state): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+                let state = JobState::parse(&state).ok_or_else(|| JobStoreError::Corrupt { id: id.clone(), message: format!("unknown state `{state}`") })?;
+                out.push((id, state));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The jobs that name job `id` as a dependency, oldest first. A dependent is always
+    /// submitted after its dependency, so only later jobs are read.
+    pub async fn dependents(&self, id: &str) -> Result<Vec<String>> {
+        let sql = "SELECT id, spec_json FROM jobs WHERE seq > (SELECT seq FROM jobs WHERE id = $1) AND spec_json LIKE $2 ESCAPE '\\' ORDER BY seq";
+        let pattern = format!("%\"{}\"%", like_escape(id));
+        let rows = sqlx::query(sql).bind(id).bind(pattern).fetch_all(&self.db.pool).await?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (dependent, spec): (String, String) = (row.try_get(0)?, row.try_get(1)?);
+            let spec: JobRequest = serde_json::from_str(&spec).map_err(|e| JobStoreError::Corrupt { id: dependent.clone(), message: format!("spec: {e}") })?;
+            if spec.dependencies().any(|(_, on)| on == id) {
+                out.push(dependent);
+            }
+        }
+        Ok(out)
     }
 
     /// The job `reference` names: by its id, else by its submission id. With `ray_visible`,

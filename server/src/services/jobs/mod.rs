@@ -16,6 +16,9 @@ use app::jobs::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+mod usage;
+mod workflows;
+
 use super::request;
 use super::views::{cohort_views, live_jobs, observe_gauges, queue_views};
 use crate::admission::intake::{submit_event, write_submissions, Submission};
@@ -227,9 +230,10 @@ impl Runtime {
 
     /// Checks, routes and stores one job; a refusal is stored too and returned as
     /// [`RuntimeError::Rejected`].
-    pub async fn submit(&self, req: JobRequest, caller: &Caller) -> Result<Job, RuntimeError> {
+    pub async fn submit(&self, mut req: JobRequest, caller: &Caller) -> Result<Job, RuntimeError> {
         caller.require(Role::Submitter, "submitting jobs")?;
         check_workdir(&self.settings, &req)?;
+        self.resolve_workflow(&mut req, caller).await?;
         if let Some(id) = &req.submission_id {
             // The common case; the unique index catches a race between two such submissions.
             if self.store.submission_taken(id).await? {
@@ -291,6 +295,7 @@ impl Runtime {
             if job.submission_id.is_some() {
                 return Err(prefix(RuntimeError::Invalid("submission_id: not taken in a stage (its jobs are named by the stage)".into())));
             }
+            self.resolve_workflow(&mut job, caller).await.map_err(prefix)?;
             let (row, refused) = check_workdir(&self.settings, &job).and_then(|()| self.prepare(job, submitter, Some(&stage_id))).map_err(prefix)?;
             refusals.push(refused);
             self.check_runtime_env(&row).map_err(prefix)?;
@@ -464,6 +469,7 @@ impl Runtime {
                 job.reason = Some(why.to_string());
             }
         }
+        job.dependents = self.store.dependents(&id).await?;
         let filter = EventFilter { job_id: Some(id), ..Default::default() };
         job.history = self.store.events(&filter, None, app::api::MAX_PAGE).await?.0;
         Ok(job)
