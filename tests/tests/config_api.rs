@@ -302,7 +302,14 @@ async fn creator_is_anonymous_without_credentials(backend: Backend) {
     assert_eq!(v["creator_id"], "anonymous", "without credentials, anonymous local mode is the author");
 }
 
+/// Server-side rendering in this test process, one test at a time: the SQLite and
+/// PostgreSQL variants run on two tokio runtimes in one process, and two Leptos renderers
+/// on two runtimes have hung (about 1 run in 20). A server has one runtime; 800 concurrent
+/// page renders on the real binary did not hang.
+static RENDER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 async fn dashboard_renders_the_active_config(backend: Backend) {
+    let _one = RENDER.lock().await;
     let app = TestApp::spawn(backend).await;
     app.apply_yaml(SEED, "?message=seed").await;
     let (status, html) = app.get_text("/config/versions", "text/html").await;

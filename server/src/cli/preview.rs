@@ -80,7 +80,14 @@ pub fn print(r: &PreviewReport, max_changes: usize) {
             println!("{:<20}   never admitted under the draft: {} (active: {})", "", d.never_admitted, a.never_admitted);
         }
     }
+    print_usage(r);
+    print_changes(r, max_changes);
+    print_now(r);
+    print_fidelity(r);
+}
 
+/// Quota cells whose quota or peak use differs.
+fn print_usage(r: &PreviewReport) {
     let over: Vec<String> = r
         .usage
         .iter()
@@ -102,7 +109,10 @@ pub fn print(r: &PreviewReport, max_changes: usize) {
         println!("USAGE that differs (queue/flavor/resource)");
         over.iter().for_each(|l| println!("{l}"));
     }
+}
 
+/// Jobs whose outcome changes, up to `max_changes` of them.
+fn print_changes(r: &PreviewReport, max_changes: usize) {
     println!();
     let total: u64 = r.change_counts.iter().map(|c| c.count).sum();
     if total == 0 {
@@ -119,7 +129,10 @@ pub fn print(r: &PreviewReport, max_changes: usize) {
             println!("… and {} more (-o json lists up to {})", total - listed, app::preview::MAX_CHANGES);
         }
     }
+}
 
+/// What the first cycle under the draft would do to the jobs of now.
+fn print_now(r: &PreviewReport) {
     let now = &r.now;
     println!();
     println!(
@@ -140,7 +153,10 @@ pub fn print(r: &PreviewReport, max_changes: usize) {
     if now.over_quota.is_empty() && now.preempted.is_empty() && now.rerouted.is_empty() {
         println!("  no running job is over quota, preempted or routed differently under the draft");
     }
+}
 
+/// How well the active replay matches the record, and notes.
+fn print_fidelity(r: &PreviewReport) {
     let f = &r.fidelity;
     println!();
     println!(

@@ -49,7 +49,7 @@ pub(crate) struct Scratch {
     pub choice: Vec<(usize, usize)>,
     /// Preemption buffers: candidates, chosen victims, the job's (cell, amount) pairs and
     /// the pools it lacks room in.
-    pub cands: Vec<(usize, super::preempt::Kind)>,
+    pub cands: Vec<(usize, super::plan::Kind)>,
     pub victims: Vec<(usize, super::plan::Cause)>,
     pub cells: Vec<(usize, Milli)>,
     pub short: Vec<usize>,

@@ -14,10 +14,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use super::resources::Milli;
-use super::state::State;
-
-/// `State::pool_of` for a cell outside any cohort.
-pub(crate) const NO_POOL: u32 = u32::MAX;
+use super::state::{State, NO_POOL};
 
 /// One cell's quota terms in its cohort.
 #[derive(Debug, Clone, Copy)]

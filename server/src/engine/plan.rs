@@ -131,3 +131,26 @@ impl Plan {
         self.preemptions.iter().flat_map(|p| p.victims.iter().map(|v| &v.job))
     }
 }
+
+/// What allows preempting a candidate (Kueue's preemption variants).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A lower-priority job of the preemptor's queue.
+    Own,
+    /// A borrowing peer's job; the preemptor's queue stays within nominal.
+    Reclaim,
+    /// A borrowing peer's job; only if the preemptor then borrows nothing.
+    ReclaimWithoutBorrowing,
+    /// A lower-priority borrowing peer's job, while the preemptor borrows.
+    Borrow,
+}
+
+impl Kind {
+    pub(crate) fn cause(self) -> Cause {
+        match self {
+            Kind::Own => Cause::WithinQueue,
+            Kind::Reclaim | Kind::ReclaimWithoutBorrowing => Cause::Reclaim,
+            Kind::Borrow => Cause::Borrow,
+        }
+    }
+}

@@ -29,7 +29,7 @@ use std::cmp::Reverse;
 
 use super::assign::{combo_set, first_combo, next_combo, slot_of, Scratch};
 use super::compile::Reclaim;
-use super::plan::Cause;
+use super::plan::Kind;
 use super::resources::Milli;
 use super::state::State;
 
@@ -43,29 +43,6 @@ pub(crate) enum NoVictims {
     /// Only borrowing peers' jobs could make room, but the job would then borrow itself, and
     /// without `borrow_within_cohort` a queue reclaims only to stay within nominal.
     WouldBorrow,
-}
-
-/// What allows preempting a candidate (Kueue's preemption variants).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// A lower-priority job of the preemptor's queue.
-    Own,
-    /// A borrowing peer's job; the preemptor's queue stays within nominal.
-    Reclaim,
-    /// A borrowing peer's job; only if the preemptor then borrows nothing.
-    ReclaimWithoutBorrowing,
-    /// A lower-priority borrowing peer's job, while the preemptor borrows.
-    Borrow,
-}
-
-impl Kind {
-    fn cause(self) -> Cause {
-        match self {
-            Kind::Own => Cause::WithinQueue,
-            Kind::Reclaim | Kind::ReclaimWithoutBorrowing => Cause::Reclaim,
-            Kind::Borrow => Cause::Borrow,
-        }
-    }
 }
 
 /// Remembers failed (priority, request) pairs per queue: a job of lower-or-equal priority

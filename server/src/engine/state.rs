@@ -46,6 +46,9 @@ pub(crate) struct NodeSet {
 
 /// `limit` when it is set and its backend has as many runs in flight as it allows (a free
 /// function, so [`State::place`] can ask while it holds a node set).
+/// A usage cell outside any cohort has no pool cell (see `cohort.rs`).
+pub(crate) const NO_POOL: u32 = u32::MAX;
+
 fn full_limit(limit: Option<usize>, in_flight: &[usize], limits: &[InFlightLimit]) -> Option<usize> {
     limit.filter(|&l| in_flight[l] >= limits[l].max_in_flight)
 }
@@ -185,7 +188,7 @@ impl<'a> State<'a> {
             }
         }
         let usage = vec![Milli::ZERO; quota.len()];
-        let pool_of = vec![super::cohort::NO_POOL; quota.len()];
+        let pool_of = vec![NO_POOL; quota.len()];
 
         let mut rows = vec![Milli::ZERO; snap.pending.len() * r];
         let mut pending_bad = vec![None; snap.pending.len()];

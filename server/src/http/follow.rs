@@ -7,6 +7,9 @@ use std::time::Duration;
 use crate::backends::Stream;
 use crate::services::jobs::Runtime;
 
+/// Most bytes one logs response returns.
+pub(crate) const MAX_LOG: u64 = 16 * 1024 * 1024;
+
 /// Time between two reads of a followed log.
 const POLL: Duration = Duration::from_millis(300);
 
@@ -47,7 +50,7 @@ impl Follower {
             let mut ended = true;
             for i in 0..self.streams.len() {
                 let (stream, seen) = self.streams[i];
-                let read = self.runtime.read_log(&self.job, stream, Some(crate::http::jobs::MAX_LOG)).await.ok()?;
+                let read = self.runtime.read_log(&self.job, stream, Some(MAX_LOG)).await.ok()?;
                 ended &= read.state.is_terminal();
                 if read.run != self.run {
                     if self.run > 0 {

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::body::{Params, PathText, RawBody};
-use super::follow::{Follower, Growth};
+use super::follow::{Follower, Growth, MAX_LOG};
 use super::logmux::Mux;
 use futures_util::StreamExt;
 use super::error::ApiError;
@@ -159,9 +159,6 @@ async fn set_priority(State(state): State<AppState>, caller: Caller, PathText(id
     let change: PriorityChange = decode(&body)?;
     Ok(Json(state.runtime.set_priority(&id, change.priority, &caller).await?).into_response())
 }
-
-/// Most bytes one logs response returns.
-pub(crate) const MAX_LOG: u64 = 16 * 1024 * 1024;
 
 /// `?stream=stdout|stderr|both&tail=LINES&follow=true`: plain text; with `follow`, the body
 /// stays open and grows until the job ends. `both` joins the streams line by line, stderr

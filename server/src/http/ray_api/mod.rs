@@ -159,7 +159,7 @@ async fn logs(State(state): State<AppState>, PathText(reference): PathText) -> R
     let job = state.runtime.ray_job(&reference).await?;
     let mut log = Vec::new();
     for stream in BOTH {
-        log.extend(state.runtime.logs(&job.id, stream, Some(super::jobs::MAX_LOG)).await?.0);
+        log.extend(state.runtime.logs(&job.id, stream, Some(super::follow::MAX_LOG)).await?.0);
     }
     Ok(Json(json!({ "logs": String::from_utf8_lossy(&log) })).into_response())
 }

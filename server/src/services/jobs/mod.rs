@@ -5,25 +5,29 @@
 //! that changes live jobs. Reads go to the database, plus the loop's live view for what only
 //! it knows (positions and reasons of waiting jobs, usage).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use app::auth::Role;
 use app::jobs::{
-    CohortView, EventPage, Job, JobPage, JobRequest, JobResult, JobState, NodeView, QueueView, ReportedUse, Sample,
-    StageCreated, StageRejection, StageRequest, StageResults, StageStatus,
+    CohortView, EventPage, Job, JobPage, JobRequest, JobState, NodeView, QueueView, ReportedUse, Sample,
+    StageCreated, StageRejection, StageRequest,
 };
 use tokio::sync::{mpsc, oneshot};
 
+mod prepare;
+mod stages;
 mod usage;
 mod workflows;
 
+pub use prepare::prepare;
+
+use prepare::{check_workdir, prepare_coded};
 use super::request;
 use super::views::{cohort_views, live_jobs, observe_gauges, queue_views};
 use crate::admission::intake::{submit_event, write_submissions, Submission};
 use crate::admission::{self, Cmd, LoopError, Loop, Settings, Shared, State};
-use crate::backends::{self as backend, local, Registry, RunId, Stream};
+use crate::backends::{self as backend, Registry, RunId, Stream};
 use crate::clock::{new_id, now_us, SystemClock};
 use crate::store::jobs::{self as store, EventFilter, HistoryQuery, JobFilter, JobRow, JobStore, NewEvent};
 
@@ -33,15 +37,6 @@ use crate::engine::{self, Compiled, InFlightLimit, Node};
 use crate::services::config::ConfigService;
 use crate::services::packages::{PackageError, Packages};
 use crate::metrics::Metrics;
-
-/// Refuses a working dir outside the allowed roots (a package or remote URI is no path on
-/// this host).
-fn check_workdir(settings: &Settings, req: &JobRequest) -> Result<(), RuntimeError> {
-    match &req.runtime_env.working_dir {
-        Some(dir) if !app::request::is_uri(dir) => request::workdir_allowed(&settings.workdir_roots, dir).map_err(RuntimeError::Invalid),
-        _ => Ok(()),
-    }
-}
 
 /// What the runtime refuses or fails at; mapped to HTTP in `http::error`.
 #[derive(Debug, thiserror::Error)]
@@ -99,53 +94,6 @@ impl From<store::JobStoreError> for RuntimeError {
             other => RuntimeError::Store(other.to_string()),
         }
     }
-}
-
-/// A job row ready to store: pending with its queue and priority, or rejected with why,
-/// routed by `compiled` (version `version`) and checked against `nodes`.
-pub fn prepare(compiled: &Compiled, version: i64, nodes: &[Node], req: JobRequest, submitter: &str, stage: Option<&str>, now: i64) -> Result<JobRow, RuntimeError> {
-    prepare_coded(compiled, version, nodes, req, submitter, stage, now).map(|(row, _)| row)
-}
-
-/// [`prepare`], with the rejection's code (a metric's label) when the job is refused.
-fn prepare_coded(
-    compiled: &Compiled,
-    version: i64,
-    nodes: &[Node],
-    mut req: JobRequest,
-    submitter: &str,
-    stage: Option<&str>,
-    now: i64,
-) -> Result<(JobRow, Option<&'static str>), RuntimeError> {
-    // A request naming no resource at all gets one CPU (like Slurm's default), so
-    // `berth jobs submit -- cmd` just works; an explicit zero is still refused.
-    if req.resources.iter().next().is_none() {
-        req.resources.cpu = Some(1.0);
-    }
-    let request = request::check(&req).map_err(RuntimeError::Invalid)?;
-    let name = req.name.take().or_else(|| req.submission_id.clone()).unwrap_or_else(|| request::default_name(&req.entrypoint));
-    let priority = req.priority.unwrap_or(0);
-    let mut row = JobRow { stage_id: stage.map(str::to_string), ..JobRow::submitted(new_id("j"), name, submitter.to_string(), req, priority, version, now) };
-    let routed = engine::route(compiled, &row.spec.labels, row.spec.priority)
-        .and_then(|r| engine::check_submittable(compiled, nodes, &r.queue, &request).map(|()| r));
-    match routed {
-        Ok(r) => {
-            row.queue = Some(r.queue.to_string());
-            row.rule_index = r.rule_index.map(|i| i as i64);
-            row.priority = r.priority;
-        }
-        Err(rejection) => {
-            if let Ok(r) = engine::route(compiled, &row.spec.labels, row.spec.priority) {
-                row.queue = Some(r.queue.to_string());
-                row.rule_index = r.rule_index.map(|i| i as i64);
-            }
-            row.state = JobState::Rejected;
-            row.finished_at_us = Some(now);
-            row.reason = Some(rejection.reason);
-            return Ok((row, Some(rejection.code)));
-        }
-    }
-    Ok((row, None))
 }
 
 /// A read of a job's log: the bytes of its latest run, which run that is, and the job's state.
@@ -614,104 +562,8 @@ impl Runtime {
         Ok(self.store.history(&HistoryQuery { queues: members, ..q.clone() }).await?)
     }
 
-    /// A stage's progress.
-    pub async fn stage(&self, id: &str) -> Result<StageStatus, RuntimeError> {
-        Ok(self.store.stage(id).await?.ok_or_else(|| RuntimeError::StageNotFound(id.to_string()))?.0)
-    }
-
-    /// A stage's results: each job's status, exit code, log tails and declared outputs.
-    pub async fn stage_results(&self, id: &str) -> Result<StageResults, RuntimeError> {
-        const TAIL: u64 = 64 * 1024;
-        let (status, rows) = self.store.stage(id).await?.ok_or_else(|| RuntimeError::StageNotFound(id.to_string()))?;
-        let mut job_statuses = Vec::with_capacity(rows.len());
-        let mut artifacts = BTreeMap::new();
-        let mut names_seen = HashSet::new();
-        for row in &rows {
-            let (stdout, stderr) = if row.runs > 0 {
-                let out = self.logs(&row.id, Stream::Stdout, Some(TAIL)).await.map(|l| l.0).unwrap_or_default();
-                let err = self.logs(&row.id, Stream::Stderr, Some(TAIL)).await.map(|l| l.0).unwrap_or_default();
-                (String::from_utf8_lossy(&out).into_owned(), String::from_utf8_lossy(&err).into_owned())
-            } else {
-                (String::new(), String::new())
-            };
-            let outputs = collect_outputs(row, &self.settings, &self.backends);
-            let prefix = if names_seen.insert(row.name.clone()) { row.name.clone() } else { row.id.clone() };
-            for (path, content) in &outputs {
-                artifacts.insert(format!("{prefix}/{path}"), content.clone());
-            }
-            job_statuses.push(JobResult {
-                job_id: row.id.clone(),
-                name: row.name.clone(),
-                status: seed_status(row.state).into(),
-                state: row.state,
-                return_code: row.exit_code,
-                stdout,
-                stderr,
-                outputs,
-            });
-        }
-        let failed: Vec<&JobResult> = job_statuses.iter().filter(|j| j.state.is_terminal() && j.state != JobState::Succeeded).collect();
-        let error_message = match (status.done, failed.len()) {
-            (false, _) => Some("the stage is still running".to_string()),
-            (true, 0) => None,
-            (true, n) => Some(format!("{n} of {} jobs did not succeed", job_statuses.len())),
-        };
-        Ok(StageResults {
-            stage_id: status.id,
-            stage_name: status.name,
-            success: status.done && failed.is_empty(),
-            job_statuses,
-            artifacts,
-            error_message,
-        })
-    }
-
     /// The number of unfinished jobs the loop holds (for readiness and tests).
     pub async fn live_jobs(&self) -> Result<usize, RuntimeError> {
         self.ask(|s| s.jobs.len()).await
     }
-}
-
-/// Seed 002's status words.
-fn seed_status(state: JobState) -> &'static str {
-    match state {
-        JobState::Pending | JobState::Admitted => "queued",
-        JobState::Running => "running",
-        JobState::Succeeded => "completed",
-        JobState::Failed | JobState::TimedOut | JobState::Rejected => "failed",
-        JobState::Cancelled => "cancelled",
-    }
-}
-
-/// Reads a finished job's declared outputs from its working directory (text, at most 1 MiB
-/// each); a missing or unreadable file becomes `{"error": …}`.
-fn collect_outputs(row: &JobRow, settings: &Settings, backends: &Registry) -> BTreeMap<String, serde_json::Value> {
-    const MAX: u64 = 1024 * 1024;
-    let mut out = BTreeMap::new();
-    if row.spec.outputs.is_empty() || row.runs == 0 {
-        return out;
-    }
-    let run = RunId { job: row.id.as_str().into(), run: row.runs };
-    let dir = match &row.spec.runtime_env.working_dir {
-        Some(d) => PathBuf::from(d),
-        None => row
-            .backend
-            .as_deref()
-            .and_then(|b| backends.get(b))
-            .and_then(|b| b.default_work_dir(&run))
-            .unwrap_or_else(|| local::default_work_dir(&settings.data_dir, &run)),
-    };
-    for path in &row.spec.outputs {
-        let full = dir.join(path);
-        let value = match std::fs::metadata(&full) {
-            Ok(m) if m.len() > MAX => serde_json::json!({"error": format!("{} bytes, more than the 1 MiB bound", m.len())}),
-            Ok(_) => match std::fs::read(&full) {
-                Ok(bytes) => serde_json::Value::String(String::from_utf8_lossy(&bytes).into_owned()),
-                Err(e) => serde_json::json!({"error": e.to_string()}),
-            },
-            Err(e) => serde_json::json!({"error": format!("{}: {e}", full.display())}),
-        };
-        out.insert(path.clone(), value);
-    }
-    out
 }
