@@ -407,6 +407,13 @@ async fn pages_carry_a_strict_content_security_policy(backend: Backend) {
     assert!(html.contains(&format!("nonce=\"{nonce}\"")), "the hydration script carries this response's nonce");
     let again = s.http.get(format!("{}/signin", s.app.url)).send().await.unwrap();
     assert_ne!(again.headers()["content-security-policy"].to_str().unwrap(), csp, "a fresh nonce per response");
+    // A page that does not exist is rendered with this response's nonce too, so it hydrates.
+    let r = s.http.get(format!("{}/no-such-page", s.app.url)).bearer_auth(ADMIN).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    let csp = r.headers()["content-security-policy"].to_str().unwrap().to_string();
+    let nonce = csp.split("'nonce-").nth(1).and_then(|t| t.split('\'').next()).expect("a nonce in the policy");
+    let html = r.text().await.unwrap();
+    assert!(html.contains(&format!("nonce=\"{nonce}\"")) && !html.contains("nonce=\"\""), "the 404 page's scripts carry the policy's nonce");
     let api = s.call("GET", "/api/v1/jobs", Some(ADMIN), None).await;
     assert_eq!(api.headers["content-security-policy"], "default-src 'none'; frame-ancestors 'none'");
     assert_eq!(api.headers["x-content-type-options"], "nosniff");

@@ -33,20 +33,17 @@ pub fn dashboard(state: AppState, options: LeptosOptions) -> Router {
     let routes = generate_route_list(app::ui::App);
     let backend: SharedBackend = Arc::new(state);
     let shell_options = options.clone();
+    // Every page, the 404 page too, gets the backend and the nonce the auth middleware put
+    // in this response's Content-Security-Policy (without it a 404 page's scripts are blocked).
+    let context = move || {
+        provide_context(backend.clone());
+        if let Some(nonce) = use_context::<Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned()) {
+            provide_context(leptos::nonce::Nonce::from_value(nonce.0));
+        }
+    };
     Router::new()
-        .leptos_routes_with_context(
-            &options,
-            routes,
-            move || {
-                provide_context(backend.clone());
-                // The nonce the auth middleware put in this response's Content-Security-Policy.
-                if let Some(nonce) = use_context::<Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned()) {
-                    provide_context(leptos::nonce::Nonce::from_value(nonce.0));
-                }
-            },
-            move || app::ui::shell(shell_options.clone()),
-        )
-        .fallback(leptos_axum::file_and_error_handler(app::ui::shell))
+        .leptos_routes_with_context(&options, routes, context.clone(), move || app::ui::shell(shell_options.clone()))
+        .fallback(leptos_axum::file_and_error_handler_with_context(context, app::ui::shell))
         .with_state(options)
 }
 
