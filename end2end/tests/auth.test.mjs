@@ -127,7 +127,7 @@ test('an admin creates a token (shown once), revokes it, and finds both in the a
   await page.fill('#t-label', 'from the dashboard');
   await page.click('[data-testid=create-token]');
   const secret = (await (await page.waitForSelector('[data-testid=secret]')).textContent()).trim();
-  assert.match(secret, /^berth_[0-9a-f]{64}$/);
+  assert.match(secret, /^sss_berth_[0-9a-f]{64}$/);
   const me = await getJson(server.url, '/api/v1/whoami', secret);
   assert.deepEqual([me.user, me.role], ['zoe', 'editor']);
   const row = page.locator('[data-testid=token]', { hasText: 'zoe' });
