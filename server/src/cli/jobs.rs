@@ -1,12 +1,12 @@
-//! `berth jobs …`, `berth queues`, `berth nodes`, `berth events`, `berth stages …`: the
-//! runtime's commands, over HTTP like the config ones.
+//! `berth jobs …`, `berth events`, `berth stages …`: the runtime's commands, over HTTP like
+//! the config ones (`berth queues` and `berth nodes` are in `queues.rs`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use app::jobs::{EventPage, Job, JobPage, JobRequest, NodeView, QueueView, ResourceRequest, StageCreated, StageRequest, StageResults, StageStatus};
+use app::jobs::{EventPage, Job, JobPage, JobRequest, ResourceRequest, StageCreated, StageRequest, StageResults, StageStatus};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
@@ -407,7 +407,7 @@ fn shell_quote(arg: &str) -> String {
     }
 }
 
-fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
+pub(crate) fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
     let s = (chrono::Utc::now() - t).num_seconds().max(0);
     match s {
         0..=119 => format!("{s}s"),
@@ -500,76 +500,6 @@ fn print_job(j: &Job) {
             println!("  {}  {:<12} {}", e.at.format("%H:%M:%S%.3f"), e.kind, e.message);
         }
     }
-}
-
-/// `berth queues [NAME]`.
-pub async fn run_queues(cli: &Cli, name: Option<&str>, output: Output) -> Result<i32> {
-    let client = cli.client();
-    let outcome = match name {
-        None => client.get_json::<serde_json::Value>("/api/v1/queues", &[]).await.map(|v| {
-            let queues: Vec<QueueView> = serde_json::from_value(v["queues"].clone()).unwrap_or_default();
-            show(output, &queues, |queues| print_queues(queues))
-        }),
-        Some(n) => client.get_json::<QueueView>(&format!("/api/v1/queues/{}", encode(n)), &[]).await.map(|q| show(output, &q, |q| {
-                print_queues(std::slice::from_ref(q));
-                println!("\npending (admission order):");
-                for p in &q.pending {
-                    let pos = if p.position > 0 { format!("#{}", p.position) } else { "-".into() };
-                    println!("  {pos:>5}  {:<18}  prio {:>4}  waiting {:>5}  {}", p.id, p.priority, ago(p.enqueued_at), p.reason);
-                }
-                println!("running:");
-                for r in &q.running {
-                    let flavors: Vec<&str> = r.flavors.iter().map(|f| f.flavor.as_str()).collect();
-                    println!("  {:<18}  prio {:>4}  {:<10} on {} ({})", r.id, r.priority, r.state.as_str(), r.node, flavors.join(","));
-                }
-            })),
-    };
-    Ok(finish(outcome))
-}
-
-fn print_queues(queues: &[QueueView]) {
-    println!(
-        "{:<16}  {:<12}  {:>7}  {:>7}  {:>9}  USAGE (used/nominal per flavor.resource; in a cohort: +borrowed, lent)",
-        "QUEUE", "COHORT", "PENDING", "RUNNING", "LONGEST"
-    );
-    for q in queues {
-        let usage: Vec<String> = q
-            .usage
-            .iter()
-            .map(|u| {
-                let mut cell = format!("{}.{}={}/{}", u.flavor, u.resource, u.used, u.nominal.map_or("∞".into(), |n| n.to_string()));
-                if q.cohort.is_some() && (u.borrowed > 0.0 || u.lent > 0.0) {
-                    cell.push_str(&format!(" (+{} borrowed, {} lent)", u.borrowed, u.lent));
-                }
-                cell
-            })
-            .collect();
-        let longest = q.longest_wait_s.map_or("-".into(), |s| format!("{s:.0}s"));
-        let cohort = q.cohort.as_deref().unwrap_or("-");
-        println!("{:<16}  {:<12}  {:>7}  {:>7}  {:>9}  {}", q.name, cohort, q.pending_count, q.running_count, longest, usage.join(" "));
-    }
-}
-
-/// `berth nodes`.
-pub async fn run_nodes(cli: &Cli, output: Output) -> Result<i32> {
-    let outcome = cli.client().get_json::<serde_json::Value>("/api/v1/nodes", &[]).await.map(|v| {
-        let nodes: Vec<NodeView> = serde_json::from_value(v["nodes"].clone()).unwrap_or_default();
-        show(output, &nodes, |nodes| {
-                println!("{:<20}  {:<8}  {:<24}  FREE / CAPACITY", "NODE", "BACKEND", "FLAVORS");
-                for n in nodes.iter() {
-                    let cap: Vec<String> = n
-                        .capacity
-                        .iter()
-                        .map(|(k, c)| {
-                            let outside = n.used_outside.get(k).map_or(String::new(), |o| format!(" ({o} used outside Berth)"));
-                            format!("{k}={}/{c}{outside}", n.free.get(k).copied().unwrap_or(0.0))
-                        })
-                        .collect();
-                    println!("{:<20}  {:<8}  {:<24}  {}", n.id, n.backend, n.flavors.join(","), cap.join(" "));
-                }
-            })
-    });
-    Ok(finish(outcome))
 }
 
 /// `berth events`.

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod client;
 pub mod jobs;
 pub mod preview;
+pub mod queues;
 pub mod usage;
 pub mod wait;
 
@@ -23,7 +24,8 @@ use app::config::yaml::to_canonical_yaml;
 use app::config::Report;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::cli::jobs::{run_events, run_jobs, run_nodes, run_queues, run_stages, EventsArgs, JobsCommand, StagesCommand};
+use crate::cli::jobs::{run_events, run_jobs, run_stages, EventsArgs, JobsCommand, StagesCommand};
+use crate::cli::queues::{run_nodes, run_queues};
 use crate::cli::client::{Client, ClientError};
 
 /// The version and the commit the binary was built from.
