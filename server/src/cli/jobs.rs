@@ -85,7 +85,7 @@ pub enum JobsCommand {
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
     #[arg(long)]
-    pub(crate) name: Option<String>,
+    name: Option<String>,
     /// Your own id for the job, unique (Ray's `submission_id`): it can be read and stopped
     /// by it, here and through Ray's job API.
     #[arg(long)]
@@ -125,21 +125,21 @@ pub struct SubmitArgs {
     /// Run only after each of these jobs (ids, submission ids or stage ids) succeeded
     /// (sbatch `--dependency=afterok`); one that fails or is cancelled fails this job.
     #[arg(long = "after-ok", value_name = "ID", num_args = 1.., value_delimiter = ',')]
-    pub(crate) after_ok: Vec<String>,
+    after_ok: Vec<String>,
     /// Run only after each of these jobs ended, however (`afterany`).
     #[arg(long = "after-any", value_name = "ID", num_args = 1.., value_delimiter = ',')]
-    pub(crate) after_any: Vec<String>,
+    after_any: Vec<String>,
     /// Run only after each of these jobs failed, timed out or was cancelled (`afternotok`).
     #[arg(long = "after-not-ok", value_name = "ID", num_args = 1.., value_delimiter = ',')]
-    pub(crate) after_not_ok: Vec<String>,
+    after_not_ok: Vec<String>,
     /// Submit it held: it waits until `berth jobs release ID`.
     #[arg(long)]
-    pub(crate) hold: bool,
+    hold: bool,
     /// Submit an array of tasks, `0-99`, `1,3,5-9` or `0-99%8` (at most 8 running at once),
     /// as one stage; each task gets BERTH_ARRAY_INDEX and SLURM_ARRAY_TASK_ID. Prints the
     /// stage's id.
     #[arg(long, value_name = "RANGE[%N]")]
-    pub(crate) array: Option<String>,
+    array: Option<String>,
     /// Environment variable `KEY=VALUE` (repeatable).
     #[arg(long = "env", value_name = "KEY=VALUE")]
     env: Vec<String>,
@@ -147,7 +147,7 @@ pub struct SubmitArgs {
     #[arg(long = "output-file", value_name = "PATH")]
     outputs: Vec<String>,
     #[arg(short, long, value_enum, default_value = "text")]
-    pub(crate) output: Output,
+    output: Output,
     /// The command and its arguments (one argument is taken as a shell command line).
     #[arg(last = true, required = true, value_name = "COMMAND")]
     command: Vec<String>,
