@@ -8,19 +8,7 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, chmodSync, mkdtempSync, statSync, existsSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import net from 'node:net';
-import { startBrowser, hydrated, eventually } from './harness.mjs';
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-    srv.on('error', reject);
-  });
-}
+import { startBrowser, hydrated, eventually, freePort } from './harness.mjs';
 
 let child, chrome, dir;
 after(async () => {

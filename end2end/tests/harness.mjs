@@ -11,7 +11,8 @@ import { chromium } from 'playwright-core';
 export const SCREENSHOTS = new URL('../screenshots/', import.meta.url).pathname;
 export const SIZES = { desktop: { width: 1366, height: 768 }, phone: { width: 390, height: 844 } };
 
-async function freePort() {
+/** A TCP port free on 127.0.0.1 now. */
+export async function freePort() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.listen(0, '127.0.0.1', () => {
