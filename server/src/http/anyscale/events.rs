@@ -28,7 +28,7 @@ const MAX_VALUES: usize = 100;
 type Class = (&'static str, Option<bool>);
 
 /// Berth's event classes and the `event_type` and `level` each reads as.
-pub const MAPPING: [(Class, &str, &str); 16] = [
+pub const MAPPING: [(Class, &str, &str); 19] = [
     (("config_applied", None), "CONFIG_UPDATED", "INFO"),
     (("submitted", None), "REQUEST_SUBMITTED", "INFO"),
     (("rejected", None), "REQUEST_REJECTED", "WARNING"),
@@ -44,6 +44,11 @@ pub const MAPPING: [(Class, &str, &str); 16] = [
     (("finished", Some(false)), "REQUEST_FAILED", "ERROR"),
     (("timed_out", None), "REQUEST_FAILED", "ERROR"),
     (("cancelled", None), "REQUEST_ABORTED", "INFO"),
+    // Workflows: a hold and its release keep the job queued; a dependency that can never
+    // be met fails it.
+    (("held", None), "REQUEST_QUEUED", "INFO"),
+    (("released", None), "REQUEST_QUEUED", "INFO"),
+    (("dependency_failed", None), "REQUEST_FAILED", "ERROR"),
     // A cohort: an admission that borrows a peer's idle quota, and a lender taking it back.
     (("borrowed", None), "QUOTA_BORROWED", "INFO"),
     (("reclaimed", None), "QUOTA_RECLAIMED", "WARNING"),
@@ -241,7 +246,11 @@ mod tests {
 
     #[test]
     fn every_berth_kind_and_every_mapped_type_is_known() {
-        let kinds = ["submitted", "rejected", "admitted", "started", "preempted", "timed_out", "retried", "finished", "cancelled", "priority_changed", "rerouted", "requeued", "config_applied", "borrowed", "reclaimed"];
+        // Every kind the OpenAPI document lists (`EventKind`), so a new kind cannot be missed.
+        let doc = include_str!("../openapi.yaml");
+        let list = doc.split("    EventKind:").nth(1).and_then(|t| t.split("enum: [").nth(1)).and_then(|t| t.split(']').next()).expect("EventKind's enum");
+        let kinds: Vec<&str> = list.split(',').map(str::trim).collect();
+        assert!(kinds.len() >= 18, "{kinds:?}");
         for kind in kinds {
             assert!(MAPPING.iter().any(|((k, _), _, _)| *k == kind), "{kind} is not mapped");
         }
@@ -260,10 +269,10 @@ mod tests {
     #[test]
     fn types_and_levels_become_kinds() {
         let f = filter_of("event_type=REQUEST_FAILED&event_type=REQUEST_ADMITTED").unwrap();
-        assert_eq!((f.kinds, f.finished_succeeded), (vec!["admitted".to_string(), "timed_out".to_string()], Some(false)));
+        assert_eq!((f.kinds, f.finished_succeeded), (vec!["admitted".to_string(), "timed_out".to_string(), "dependency_failed".to_string()], Some(false)));
         let f = filter_of("event_type=REQUEST_FAILED&level=ERROR&order_desc=False").unwrap();
         assert!(!f.newest_first);
-        assert_eq!((f.kinds, f.finished_succeeded), (vec!["timed_out".to_string()], Some(false)));
+        assert_eq!((f.kinds, f.finished_succeeded), (vec!["timed_out".to_string(), "dependency_failed".to_string()], Some(false)));
         let f = filter_of("level=INFO").unwrap();
         assert!(f.kinds.contains(&"submitted".to_string()) && f.finished_succeeded == Some(true));
         // Types Berth never records, levels it never uses, and projects match nothing.
