@@ -19,19 +19,19 @@ async fn main() {
                 }
             }
         }
-        _ => match {
+        _ => {
             // Like other command-line tools, end quietly when the reader of our output goes
             // away (`berth jobs get ID | head`) instead of failing to print.
             // SAFETY: resetting a signal's disposition before any thread writes output.
             unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-            cli.run_client_command().await
-        } {
-            Ok(code) => code,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                1
+            match cli.run_client_command().await {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    1
+                }
             }
-        },
+        }
     };
     std::process::exit(code);
 }

@@ -7,6 +7,7 @@
 pub mod array;
 pub mod auth;
 pub mod client;
+pub mod db;
 pub mod jobs;
 pub mod preview;
 pub mod queues;
@@ -84,6 +85,9 @@ pub enum Command {
     /// Accounting: jobs by final state, CPU/GPU/memory-hours, waits and preemptions per
     /// user, queue or label over a time range (`-o csv` for spreadsheets).
     Usage(crate::cli::usage::UsageArgs),
+    /// Back up and restore the SQLite database (opens it directly, like `serve`).
+    #[command(subcommand)]
+    Db(crate::cli::db::DbCommand),
     /// Who the server takes you for, and your role.
     Whoami {
         #[arg(short, long, value_enum, default_value = "text")]
@@ -162,6 +166,7 @@ impl Cli {
             Command::Tokens(c) => crate::cli::auth::run_tokens(self, c).await,
             Command::Audit(args) => crate::cli::auth::run_audit(self, args).await,
             Command::Usage(args) => crate::cli::usage::run_usage(self, args).await,
+            Command::Db(c) => crate::cli::db::run_db(c).await,
             Command::Whoami { output } => crate::cli::auth::run_whoami(self, *output).await,
         }
     }

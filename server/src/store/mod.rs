@@ -7,6 +7,7 @@
 //! of `$N` parameters.
 
 pub mod auth;
+pub mod backup;
 pub mod config;
 pub mod jobs;
 pub mod packages;
@@ -107,10 +108,23 @@ impl Db {
     }
 }
 
+/// The path and the query of a `sqlite:` URL.
+fn sqlite_parts(url: &str) -> (&str, &str) {
+    let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
+    rest.split_once('?').unwrap_or((rest, ""))
+}
+
+/// The file a `sqlite:` URL names; `None` for an in-memory database.
+pub fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
+    match sqlite_parts(url).0 {
+        "" | ":memory:" => None,
+        path => Some(path.into()),
+    }
+}
+
 /// Adds `mode=rwc` so SQLite creates the file, and creates its directory.
 fn sqlite_url(url: &str) -> Result<String, DbError> {
-    let rest = url.trim_start_matches("sqlite:").trim_start_matches("//");
-    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (path, query) = sqlite_parts(url);
     if path == ":memory:" {
         return Ok("sqlite::memory:".into());
     }
