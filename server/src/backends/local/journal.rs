@@ -90,6 +90,24 @@ impl Journal {
         Ok(())
     }
 
+    /// Writes the pid lines of running leaders the journal has no pid of (see
+    /// [`leaders_writing_to`]), each to the segment its run writes its code to; how many.
+    pub(super) fn record_unrecorded(&self, leaders: Vec<(String, u64, Proc)>) -> usize {
+        let mut recorded = 0;
+        for (key, segment, proc) in leaders {
+            let known = lock(&self.state).all.values().any(|seg| seg.runs.get(&key).is_some_and(|r| r.pid.is_some()));
+            if known {
+                continue;
+            }
+            lock(&self.state).all.entry(segment).or_default();
+            match self.record_pid(segment, &key, proc) {
+                Ok(()) => recorded += 1,
+                Err(e) => tracing::warn!(run = %key, error = %e, "cannot record the pid of a run found running"),
+            }
+        }
+        recorded
+    }
+
     /// A run's record, with its segment read up to now; `None` for a run not begun here.
     pub(super) fn lookup(&self, key: &str) -> Option<Record> {
         let mut s = lock(&self.state);

@@ -3,7 +3,9 @@
 //! A run's files are in `data_dir/runs/`: `{key}.stdout` and `{key}.stderr`, and `{key}/`,
 //! the default working directory (for a run that names none). Its record is a line in the
 //! journal, `runs/journal/{n}`: the server appends `pid {key} {pid} 0` after the spawn and
-//! a wrapper shell around the entrypoint appends `exit {key} {code}`. A reused pid is never
+//! a wrapper shell around the entrypoint appends `exit {key} {code}`; a run whose server died
+//! between the spawn and the pid line is found at the next start by its environment
+//! (`BERTH_RUN_KEY`, `BERTH_JOURNAL`) and recorded then. A reused pid is never
 //! signalled: the leader is known by the run key in the environment it started with (older
 //! versions wrote the kernel's start time in place of the 0, and still tell by that). The
 //! job writes its logs to those files itself (not through pipes to the server) and its code
@@ -187,6 +189,13 @@ impl LocalBackend {
         let spares = Arc::new(Spares::open(runs.join(".spare"), cfg.spare_floor));
         spares.refill();
         let journal = Arc::new(Journal::open(runs.join("journal"), SEGMENT_RUNS));
+        // A server killed between a spawn and its pid line left a run with no record: found
+        // by its environment, it is recorded now, so recovery adopts it and never starts it
+        // twice.
+        let found = journal.record_unrecorded(leaders_writing_to(&journal.dir));
+        if found > 0 {
+            tracing::warn!(runs = found, "found runs started just before the server stopped, with no pid recorded; adopting them");
+        }
         Arc::new(LocalBackend { cfg, exits, live: Arc::default(), spares, journal })
     }
 

@@ -16,16 +16,45 @@ pub(super) struct Proc {
 /// What `/proc/{pid}/stat` says of a process.
 pub(super) struct Stat {
     pub(super) state: char,
+    /// Its process group.
+    pub(super) group: i32,
     pub(super) start: u64,
 }
 
 pub(super) fn read_stat(pid: i32) -> Option<Stat> {
     let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: fields resume after the last `)`.
-    let mut fields = text.get(text.rfind(')')? + 1..)?.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let start = fields.nth(18)?.parse().ok()?; // field 22, counting from the state (field 3)
-    Some(Stat { state, start })
+    let fields: Vec<&str> = text.get(text.rfind(')')? + 1..)?.split_whitespace().collect();
+    // Counting from the state, field 3: the group is field 5, the start time field 22.
+    let state = fields.first()?.chars().next()?;
+    let group = fields.get(2)?.parse().ok()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some(Stat { state, group, start })
+}
+
+/// The leaders of the runs that write to a journal segment in `dir`, found in `/proc` by the
+/// environment they were started with: `(key, segment, leader)`. A server that died between
+/// a spawn and its pid line left such a run without a record.
+pub(super) fn leaders_writing_to(dir: &Path) -> Vec<(String, u64, Proc)> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        // Only a group's leader: a forked subshell keeps the environment it was forked with.
+        if read_stat(pid).is_none_or(|s| s.group != pid || matches!(s.state, 'Z' | 'X' | 'x')) {
+            continue;
+        }
+        let Ok(env) = fs::read(entry.path().join("environ")) else { continue };
+        let var = |name: &str| {
+            env.split(|b| *b == 0).find_map(|v| v.strip_prefix(name.as_bytes())).and_then(|v| std::str::from_utf8(v).ok())
+        };
+        let (Some(key), Some(journal)) = (var("BERTH_RUN_KEY="), var("BERTH_JOURNAL=")) else { continue };
+        let journal = Path::new(journal);
+        let segment = journal.file_name().and_then(|n| n.to_str()).and_then(|n| n.parse().ok());
+        if let (true, Some(segment)) = (journal.parent() == Some(dir), segment) {
+            found.push((key.to_string(), segment, Proc { pid, start: 0 }));
+        }
+    }
+    found
 }
 
 /// True when `pid` is a running (not zombie) process.

@@ -1,6 +1,7 @@
 //! The local backend against real processes and files.
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 
 use tokio::sync::mpsc::{self, UnboundedReceiver};
 
@@ -310,6 +311,44 @@ async fn adopt_after_a_restart() {
     assert_eq!(third.adopt(spec("fast", ""), None).await, Adopted::Ended(Outcome::Exited(4)));
     assert_eq!(third.adopt(spec("cut", ""), None).await, Adopted::NeverStarted);
     assert!(third.start(spec("gone", "true")).await.is_err(), "a run with a pid line was started");
+}
+
+#[tokio::test]
+async fn a_run_spawned_just_before_the_server_died_is_adopted_not_started_again() {
+    // The server was killed between the spawn and the pid line: the journal knows nothing
+    // of the run, but its process runs, and will write its code to the segment.
+    let cfg = config("unrecorded");
+    let journal = cfg.data_dir.join("runs/journal");
+    fs::create_dir_all(&journal).expect("journal dir");
+    let mut orphan = std::process::Command::new("/bin/sh")
+        .args(["-c", WRAPPER])
+        .env("BERTH_ENTRYPOINT", "sleep 1; exit 5")
+        .env("BERTH_JOURNAL", journal.join("1"))
+        .env("BERTH_RUN_KEY", "orphan-r1")
+        .process_group(0)
+        .spawn()
+        .expect("sh");
+    // Another server's run (another data dir) is not taken.
+    let mut other = std::process::Command::new("/bin/sh")
+        .args(["-c", WRAPPER])
+        .env("BERTH_ENTRYPOINT", "sleep 5")
+        .env("BERTH_JOURNAL", temp_dir("unrecorded-other").join("1"))
+        .env("BERTH_RUN_KEY", "other-r1")
+        .process_group(0)
+        .spawn()
+        .expect("sh");
+
+    let (b, mut rx) = backend(cfg);
+    let run = RunId { job: "orphan".into(), run: 1 };
+    assert!(b.begun_runs().contains(&run), "recovery sees the run as begun");
+    assert!(!b.begun_runs().iter().any(|r| &*r.job == "other"), "{:?}", b.begun_runs());
+    assert_eq!(b.adopt(spec("orphan", ""), None).await, Adopted::Running { handle: orphan.id().to_string() });
+    assert!(b.start(spec("orphan", "true")).await.is_err(), "a run that is running is not started again");
+    let exit = next_exit(&mut rx).await;
+    assert_eq!((exit.run, exit.outcome), (run, Outcome::Exited(5)));
+    orphan.wait().expect("reaped");
+    let _ = other.kill();
+    let _ = other.wait();
 }
 
 #[test]
