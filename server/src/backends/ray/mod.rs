@@ -171,6 +171,10 @@ pub struct RayBackend {
     http: reqwest::Client,
     exits: UnboundedSender<Exit>,
     nodes: RwLock<Vec<Listed>>,
+    /// Nodes listed earlier that are gone now (scaled down, died), one per shape: a job only
+    /// such a node could take waits for the cluster to add one again rather than being
+    /// refused (see [`Backend::known_nodes`]).
+    gone: Mutex<Vec<Node>>,
     /// Ray's last usage report.
     report: Mutex<Option<Report>>,
     /// Berth's runs, to tell them apart in the report.
@@ -229,6 +233,7 @@ impl RayBackend {
             http,
             exits,
             nodes: RwLock::default(),
+            gone: Mutex::default(),
             report: Mutex::new(None),
             ledger: Mutex::default(),
             unreachable: Mutex::new(None),
@@ -262,7 +267,10 @@ impl RayBackend {
         let listed = listed.and_then(|n| if n.is_empty() { Err(Failure::Status(200, "no alive node".into())) } else { Ok(n) });
         match listed {
             Ok(nodes) => {
-                *self.nodes.write().unwrap_or_else(|e| e.into_inner()) = nodes;
+                let mut listed = self.nodes.write().unwrap_or_else(|e| e.into_inner());
+                remember_gone(&mut self.gone.lock().unwrap_or_else(|e| e.into_inner()), &listed, &nodes);
+                *listed = nodes;
+                drop(listed);
                 if self.lock_unreachable().take().is_some() {
                     tracing::info!(backend = %self.cfg.name, address = %self.base, "Ray answers again");
                 }
@@ -554,6 +562,30 @@ impl RayBackend {
     }
 }
 
+/// Most node shapes remembered after their nodes left (an autoscaling cluster makes a new
+/// node id for every worker it starts, but few shapes).
+const GONE_SHAPES: usize = 64;
+
+/// Adds to `gone` the nodes of `before` missing from `now`, unless a node of the same shape
+/// (labels but Ray's node id, and capacity) is listed now or remembered already.
+fn remember_gone(gone: &mut Vec<Node>, before: &[Listed], now: &[Listed]) {
+    fn shape(n: &Node) -> (BTreeMap<&str, &str>, &Resources) {
+        let labels = n.labels.iter().filter(|(k, _)| !k.starts_with("ray.io/node")).map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        (labels, &n.capacity)
+    }
+    let left: Vec<&Node> = before.iter().map(|l| &l.node).filter(|n| !now.iter().any(|l| l.node.id == n.id)).collect();
+    for node in left {
+        let known = now.iter().map(|l| &l.node).chain(gone.iter()).any(|k| shape(k) == shape(node));
+        if !known {
+            gone.push(node.clone());
+        }
+    }
+    // A shape listed again is a live node's, no longer a gone one's.
+    gone.retain(|g| !now.iter().any(|l| shape(&l.node) == shape(g)));
+    let excess = gone.len().saturating_sub(GONE_SHAPES);
+    gone.drain(..excess);
+}
+
 impl Backend for RayBackend {
     fn name(&self) -> &str {
         &self.cfg.name
@@ -569,6 +601,13 @@ impl Backend for RayBackend {
             .iter()
             .map(|l| Node { used_outside: usage::outside(report.as_ref(), &ledger, &l.node.id, now), ..l.node.clone() })
             .collect()
+    }
+
+    /// The nodes listed now and, one per shape, those listed before that are gone.
+    fn known_nodes(&self) -> Vec<Node> {
+        let mut known: Vec<Node> = self.nodes.read().unwrap_or_else(|e| e.into_inner()).iter().map(|l| l.node.clone()).collect();
+        known.extend(self.gone.lock().unwrap_or_else(|e| e.into_inner()).iter().cloned());
+        known
     }
 
     fn reported(&self) -> Option<Reported> {

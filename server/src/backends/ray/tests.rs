@@ -91,3 +91,27 @@ async fn recovery_without_ray_requeues_unacknowledged_starts_and_watches_the_res
     assert_eq!(ray.adopt(spec(), Some("j-1-r2".into())).await, Adopted::Running { handle: "j-1-r2".into() });
     assert!(ray.lock_watched().contains_key("j-1-r2"));
 }
+
+/// An autoscaled worker that left: a job only it could take waits for one to come back
+/// (known nodes keep its shape); one shape is kept however many such workers came and went.
+#[test]
+fn nodes_that_left_are_remembered_by_shape() {
+    let worker = |id: &str, gpus: f64| {
+        json!({"node_id": id, "state": "ALIVE", "resources_total": {"CPU": 8.0, "GPU": gpus}, "labels": {"ray.io/node-id": id, "pool": "gpu"}})
+    };
+    let head = json!({"node_id": "head0000000000", "state": "ALIVE", "resources_total": {"CPU": 2.0}, "labels": {"ray.io/node-id": "head"}});
+    let list = |nodes: Vec<Value>| parse_nodes("ray", &json!({"data": {"result": {"result": nodes}}}));
+    let mut gone = Vec::new();
+    let (with_one, only_head) = (list(vec![head.clone(), worker("w1aaaaaaaaaaaa", 2.0)]), list(vec![head.clone()]));
+    remember_gone(&mut gone, &with_one, &only_head);
+    assert_eq!(gone.len(), 1);
+    assert_eq!(gone[0].capacity.get("gpu"), Milli::units(2));
+    // Another worker of the same shape came and went: still one.
+    remember_gone(&mut gone, &only_head, &list(vec![head.clone(), worker("w2bbbbbbbbbbbb", 2.0)]));
+    assert!(gone.is_empty(), "a live node of that shape is listed again");
+    remember_gone(&mut gone, &list(vec![head.clone(), worker("w2bbbbbbbbbbbb", 2.0)]), &only_head);
+    assert_eq!(gone.len(), 1);
+    // A different shape is kept beside it.
+    remember_gone(&mut gone, &list(vec![head.clone(), worker("w3cccccccccccc", 4.0)]), &only_head);
+    assert_eq!(gone.len(), 2);
+}
