@@ -41,11 +41,13 @@ test: deps-test build
 e2e:
 	cd end2end && BERTH_BIN=$(BIN) BERTH_SITE_ROOT=$(SITE) node --test --test-concurrency=1 tests/
 
-## bench: store latency (SQLite and PostgreSQL), the engine, and the runtime end to end, as printed tables
+## bench: store latency (SQLite and PostgreSQL), the engine, and the runtime end to end (local, Ray, Slurm),
+## as printed tables
 bench:
 	@.ci/install.sh bench
-	BERTH_BENCH_PG_URL=$$(.ci/pg.sh start) BERTH_BENCH_RAY_URL=$$(.ci/ray.sh start) cargo bench -p berth-server --no-fail-fast; \
-	  rc=$$?; .ci/ray.sh stop; exit $$rc
+	BERTH_BENCH_PG_URL=$$(.ci/pg.sh start) BERTH_BENCH_RAY_URL=$$(.ci/ray.sh start) BERTH_BENCH_SLURM=$$(.ci/slurm.sh start) \
+	  cargo bench -p berth-server --no-fail-fast; \
+	  rc=$$?; .ci/ray.sh stop; .ci/slurm.sh stop; exit $$rc
 
 deps-run:
 	@.ci/install.sh run

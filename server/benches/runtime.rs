@@ -13,7 +13,10 @@
 //!   with .ci/ray.sh; see `ray_overhead/`);
 //! * ray_api: 100 no-op jobs with a working dir from Ray's own `JobSubmissionClient`,
 //!   straight to the head vs through Berth's Ray API (the same head and venv; see
-//!   `ray_overhead/front_door.rs`).
+//!   `ray_overhead/front_door.rs`);
+//! * slurm: 200 `true` jobs through Berth vs a plain `sbatch` loop with the same number in
+//!   flight (needs `BERTH_BENCH_SLURM`, which `make bench` sets with .ci/slurm.sh; see
+//!   `slurm_overhead.rs`).
 //!
 //! `BERTH_BENCH_RUNTIME=latency,throughput` picks scenarios (default: all);
 //! `BERTH_BENCH_QUICK=1` shortens them (for a smoke run, not for figures);
@@ -28,6 +31,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 mod ray_overhead;
+mod slurm_overhead;
 mod support;
 
 /// The `berth` built with this bench, or `BERTH_BENCH_BIN` (an older build, to compare).
@@ -684,7 +688,7 @@ async fn scenario(name: &str, run: impl std::future::Future<Output = ()> + Send 
 
 #[tokio::main]
 async fn main() {
-    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,ray,ray_api".into());
+    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,ray,ray_api,slurm".into());
     let want: Vec<&str> = want.split(',').map(str::trim).collect();
     println!("binary: {}", bin());
     println!("# Berth runtime benchmarks (bench-profile binary, SQLite, local backend){}", if quick() { " — QUICK mode" } else { "" });
@@ -721,6 +725,17 @@ async fn main() {
                 }
             }
             Err(_) => println!("\n## ray_api: skipped, BERTH_BENCH_RAY_URL is not set (`make bench` starts a head)"),
+        }
+    }
+    if want.contains(&"slurm") {
+        match std::env::var("BERTH_BENCH_SLURM") {
+            Ok(confs) if !confs.trim().is_empty() => {
+                let conf = confs.trim().split(':').next().unwrap_or_default().to_string();
+                if !scenario("slurm", async move { slurm_overhead::run(&conf).await }).await {
+                    failed.push("slurm");
+                }
+            }
+            _ => println!("\n## slurm: skipped, BERTH_BENCH_SLURM is not set (`make bench` starts the test clusters)"),
         }
     }
     if !failed.is_empty() {
