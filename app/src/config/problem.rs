@@ -61,13 +61,15 @@ impl std::fmt::Display for Problem {
             Severity::Error => "error",
             Severity::Warning => "warning",
         };
+        // The path first, as API clients and scripts have always read it; the place in
+        // words after the message.
         write!(f, "{level}: ")?;
         if !self.path.is_empty() {
-            write!(f, "{}: ", self.location())?;
+            write!(f, "{}: ", self.path)?;
         }
         write!(f, "{}", self.message)?;
         if !self.place.is_empty() {
-            write!(f, " [{}]", self.path)?;
+            write!(f, " ({})", self.location())?;
         }
         if let (Some(line), Some(col)) = (self.line, self.column) {
             write!(f, " (line {line}, column {col})")?;

@@ -41,6 +41,11 @@ impl Loop {
         let starts = self.admit(&plan.admissions, now, batch);
         // 4. Positions and reasons of the jobs left waiting.
         self.record_waiting(plan.pending, held_back.into_iter(), explained);
+        if !plan.preemptions.is_empty() {
+            // The victims wait again but were running when this cycle began: a full cycle
+            // right after says where they stand and why, instead of "preempted by …".
+            self.explain_at = Some(tokio::time::Instant::now());
+        }
         starts
     }
 
@@ -154,9 +159,6 @@ impl Loop {
     /// reclaim, a borrow); a reclaiming preemptor gets a `reclaimed` one.
     fn preempt(&mut self, preemptions: &[Preemption], now: i64, batch: &mut Batch) {
         let version = self.state.config_version;
-        // A victim waits again: the next cycle explains it (position and reason), rather than
-        // leaving it at "preempted by …" until the periodic full cycle.
-        self.explain_due |= !preemptions.is_empty();
         for p in preemptions {
             let preemptor_priority = self.state.jobs.get(&p.preemptor).map_or(0, |l| l.row.priority);
             let preemptor_name = self.state.jobs.get(&p.preemptor).map_or_else(String::new, |l| l.row.name.clone());

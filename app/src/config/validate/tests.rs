@@ -425,7 +425,7 @@ fn problems_name_their_place_in_words() {
     assert_eq!(p.path, format!("{QUOTA}.nominal_quota"));
     assert_eq!(
         p.to_string(),
-        format!("error: queue research › resource group 1 › flavor spot › gpu quota: nominal_quota must not be negative, but is -1 [{QUOTA}.nominal_quota]")
+        format!("error: {QUOTA}.nominal_quota: nominal_quota must not be negative, but is -1 (queue research › resource group 1 › flavor spot › gpu quota)")
     );
 }
 
