@@ -102,6 +102,24 @@ scheduling_rules:
     assert!(has("queue vision › resource group 1 › flavor here › cpu quota", "quota 100000 cpu is more than the"), "{found:?}");
     assert!(has("queue empty", "queue `empty` covers no resource"), "{found:?}");
     assert!(has("rule 1 › target queue", "queue `empty` covers no resource"), "{found:?}");
+    // The CLI asks the same of the server with `config validate --server-check`; offline it
+    // cannot know the nodes.
+    let file = std::env::temp_dir().join(format!("{}.yaml", server::clock::new_id("dead")));
+    std::fs::write(&file, yaml).unwrap();
+    let run = |extra: &'static [&'static str]| {
+        std::process::Command::new(common::berth::berth_bin())
+            .args(["--server", &app.url, "config", "validate", "-f"])
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let online = String::from_utf8_lossy(&run(&["--server-check"]).stdout).into_owned();
+    assert!(online.contains("warning: resource_flavors[1].selector: flavor `nowhere` does not match the only known node"), "{online}");
+    assert!(online.contains("(queue vision › resource group 1 › flavor here › cpu quota)"), "{online}");
+    let offline = String::from_utf8_lossy(&run(&[]).stdout).into_owned();
+    assert!(offline.contains("queue `empty` covers no resource") && !offline.contains("does not match"), "{offline}");
+    let _ = std::fs::remove_file(&file);
     // The apply stores it (warnings do not block) and returns the same warnings.
     let (status, applied) = app.apply_yaml(yaml, "").await;
     assert_eq!(status, 200, "{applied}");
