@@ -266,6 +266,10 @@ pub struct Job {
     /// Why it waits (pending), or why it ended (rejected, failed, timed out…).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// While pending, `reason` in one line for people ("Waiting for CPU: 2 of 2 in use in
+    /// vision; nothing of lower priority to preempt"), built by the engine from the same facts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_headline: Option<String>,
     /// 1-based place among its queue's waiting jobs, while pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub position: Option<u64>,
@@ -328,6 +332,9 @@ pub struct Event {
     /// Kind-specific facts, e.g. a preemption's preemptor and victims with priorities.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub detail: serde_json::Value,
+    /// The name of the event's job, to show next to its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
 }
 
 /// A page of events, oldest first; `next_cursor` continues after the last.
@@ -420,6 +427,9 @@ pub struct QueuedJob {
     pub position: u64,
     pub enqueued_at: DateTime<Utc>,
     pub reason: String,
+    /// `reason` in one line for people (see [`Job::reason_headline`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_headline: Option<String>,
 }
 
 /// A running (or admitted) job in a queue view.
@@ -558,6 +568,9 @@ pub struct JobResult {
     pub state: JobState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub return_code: Option<i64>,
+    /// Why the job was rejected at submit (rejected jobs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub stdout: String,
     pub stderr: String,
     /// Declared output files: path → content (text, bounded), or an `error`.

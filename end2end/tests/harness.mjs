@@ -189,3 +189,10 @@ export async function eventually(f, { timeout = 20_000, what = 'condition' } = {
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * Whether a recorded request is not the editor's capacity check: validation runs in the
+ * browser, and the one request the editor makes while a draft changes asks the server, which
+ * knows the nodes, for the warnings that need them.
+ */
+export const notCapacityCheck = (path) => !path.startsWith('/api/capacity_warnings');

@@ -165,8 +165,10 @@ fn validate_runs_offline() {
     let out = run(&bad, &[]);
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
-    assert!(text.contains("error: resource_queues[0].name"), "{text}");
-    assert!(text.contains("error: resource_queues[1].ordering_policy"), "{text}");
+    // The path first (as scripts read it), the place in words after the message.
+    assert!(text.contains("error: resource_queues[0].name: queue name must not be empty (queue 1 › name)"), "{text}");
+    assert!(text.contains("error: resource_queues[1].ordering_policy: unknown ordering policy `random`"), "{text}");
+    assert!(text.contains("(queue q › ordering policy)"), "{text}");
     let out = run(&unknown, &[]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("error: resource_queues[0].bogus: unknown field `bogus`"), "{}", stdout(&out));

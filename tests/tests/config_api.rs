@@ -41,15 +41,89 @@ async fn seed_example_applies_and_reads_back_identical(backend: Backend) {
     assert_eq!(status, 200);
     let body: String = yaml.lines().filter(|l| !l.starts_with('#')).map(|l| format!("{l}\n")).collect();
     assert_eq!(body, SEED);
-    // It validates without errors; its only rule has a selector, so the one warning is that
+    // It validates without errors. Warnings: its flavor selects `market in [spot]`, which
+    // the server's one local node does not have; and its only rule has a selector, so
     // unmatched jobs would be rejected.
     let (status, report) = app.post(&format!("{API}/validate"), "application/yaml", SEED, None).await;
     assert_eq!(status, 200);
     assert_eq!(report["valid"], true);
     let problems = report["problems"].as_array().unwrap();
-    assert_eq!(problems.len(), 1, "{report}");
-    assert_eq!(problems[0]["severity"], "warning");
-    assert_eq!(problems[0]["path"], "scheduling_rules");
+    let said: Vec<(&str, &str)> = problems.iter().map(|p| (p["severity"].as_str().unwrap(), p["path"].as_str().unwrap())).collect();
+    assert_eq!(said, [("warning", "resource_flavors[0].selector"), ("warning", "scheduling_rules")], "{report}");
+    assert_eq!(problems[0]["place"], json!(["flavor spot", "selector"]));
+}
+
+/// What the server's nodes say of a config: a quota above what the local node has, a flavor
+/// that selects no node, a queue that covers nothing. In the validate answer and in the
+/// apply's warnings, each named in words.
+async fn warnings_compare_the_config_with_the_nodes(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let yaml = r#"
+resource_flavors:
+  - name: here
+  - name: nowhere
+    selector:
+      - key: rack
+        operator: in
+        values: [r9]
+resource_queues:
+  - name: vision
+    resource_groups:
+      - covered_resources: [cpu]
+        flavors:
+          - name: here
+            resources:
+              - name: cpu
+                nominal_quota: 100000
+          - name: nowhere
+  - name: empty
+scheduling_rules:
+  - resource_queue: empty
+    selector:
+      - key: team
+        operator: in
+        values: [x]
+  - resource_queue: vision
+"#;
+    let (status, report) = app.post(&format!("{API}/validate"), "application/yaml", yaml, None).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["valid"], true, "{report}");
+    let said = |problems: &serde_json::Value| -> Vec<(String, String)> {
+        problems
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["place"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect::<Vec<_>>().join(" › "), p["message"].as_str().unwrap().to_string()))
+            .collect()
+    };
+    let found = said(&report["problems"]);
+    let has = |place: &str, start: &str| found.iter().any(|(p, m)| p == place && m.starts_with(start));
+    assert!(has("flavor nowhere › selector", "flavor `nowhere` does not match the only known node"), "{found:?}");
+    assert!(has("queue vision › resource group 1 › flavor here › cpu quota", "quota 100000 cpu is more than the"), "{found:?}");
+    assert!(has("queue empty", "queue `empty` covers no resource"), "{found:?}");
+    assert!(has("rule 1 › target queue", "queue `empty` covers no resource"), "{found:?}");
+    // The CLI asks the same of the server with `config validate --server-check`; offline it
+    // cannot know the nodes.
+    let file = std::env::temp_dir().join(format!("{}.yaml", server::clock::new_id("dead")));
+    std::fs::write(&file, yaml).unwrap();
+    let run = |extra: &'static [&'static str]| {
+        std::process::Command::new(common::berth::berth_bin())
+            .args(["--server", &app.url, "config", "validate", "-f"])
+            .arg(&file)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let online = String::from_utf8_lossy(&run(&["--server-check"]).stdout).into_owned();
+    assert!(online.contains("warning: resource_flavors[1].selector: flavor `nowhere` does not match the only known node"), "{online}");
+    assert!(online.contains("(queue vision › resource group 1 › flavor here › cpu quota)"), "{online}");
+    let offline = String::from_utf8_lossy(&run(&[]).stdout).into_owned();
+    assert!(offline.contains("queue `empty` covers no resource") && !offline.contains("does not match"), "{offline}");
+    let _ = std::fs::remove_file(&file);
+    // The apply stores it (warnings do not block) and returns the same warnings.
+    let (status, applied) = app.apply_yaml(yaml, "").await;
+    assert_eq!(status, 200, "{applied}");
+    assert_eq!(said(&applied["warnings"]), found);
 }
 
 async fn invalid_apply_lists_every_problem_and_stores_nothing(backend: Backend) {
@@ -401,4 +475,5 @@ on_both_databases!(
     dashboard_renders_the_active_config,
     rules_without_queues_validate_apply_and_run_jobs,
     an_unrunnable_active_version_from_before_does_not_stop_the_server,
+    warnings_compare_the_config_with_the_nodes,
 );

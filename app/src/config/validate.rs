@@ -111,6 +111,11 @@ impl<'a> Checker<'a> {
         self.rules();
         self.recycle_policy();
         self.no_nul_characters();
+        if let (false, Ok(root)) = (self.problems.is_empty(), serde_json::to_value(self.cfg)) {
+            for p in &mut self.problems {
+                p.place = super::place::describe_in(&root, &p.path);
+            }
+        }
         Report { problems: self.problems }
     }
 

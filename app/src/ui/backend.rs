@@ -10,6 +10,7 @@ use crate::api::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use crate::config::diff::ConfigDiff;
+use crate::config::Problem;
 use crate::jobs::{CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
 use crate::preview::PreviewReport;
 
@@ -42,6 +43,9 @@ pub trait Backend: Send + Sync + 'static {
     fn diff(&self, from: Option<i64>, to: Option<i64>) -> Answer<'_, ConfigDiff>;
     /// Applies a config given as YAML; a stale base or an invalid config is an outcome.
     fn apply(&self, yaml: String, input: ApplyInput) -> Answer<'_, ApplyOutcome>;
+    /// The warnings of a draft (YAML) that need the server's nodes: flavors that select no
+    /// node, quotas above what the selected nodes have.
+    fn capacity_warnings(&self, yaml: String) -> Answer<'_, Vec<Problem>>;
     /// Applies a copy of `version` as a new version.
     fn rollback(&self, version: i64, input: ApplyInput) -> Answer<'_, ApplyOutcome>;
     /// Replays the recorded `window` (`24h`, …) under the draft (YAML) and the active config;

@@ -119,7 +119,9 @@ pub fn EventRow(e: Event) -> impl IntoView {
     };
     let detail = (e.kind == "preempted").then(|| {
         let preemptor = e.detail.get("preemptor").and_then(|v| v.as_str()).unwrap_or_default().to_string();
+        let preemptor_name = e.detail.get("preemptor_name").and_then(|v| v.as_str()).filter(|n| !n.is_empty()).map(str::to_string);
         let pprio = e.detail.get("preemptor_priority").and_then(|v| v.as_i64());
+        let (own_id, own_name) = (e.job_id.clone(), e.job_name.clone());
         let victims: Vec<(String, Option<i64>)> = e
             .detail
             .get("victims")
@@ -128,12 +130,15 @@ pub fn EventRow(e: Event) -> impl IntoView {
             .unwrap_or_default();
         view! {
             <div class="preemption" data-testid="preemption">
-                <span>"by "<a data-testid="preemptor" href=format!("/jobs/{preemptor}")>{preemptor.clone()}</a>
+                <span>"by "<a data-testid="preemptor" href=format!("/jobs/{preemptor}")>{job_label(preemptor_name, &preemptor)}</a>
                     {pprio.map(|p| format!(" (priority {p})"))}</span>
                 <span>" · victims: "
-                    {victims.into_iter().map(|(id, p)| view! {
-                        <a class="victim" data-testid="victim" href=format!("/jobs/{id}")>{id.clone()}</a>
-                        {p.map(|p| format!(" (priority {p}) "))}
+                    {victims.into_iter().map(|(id, p)| {
+                        let name = own_name.clone().filter(|_| own_id.as_deref() == Some(id.as_str()));
+                        view! {
+                            <a class="victim" data-testid="victim" href=format!("/jobs/{id}")>{job_label(name, &id)}</a>
+                            {p.map(|p| format!(" (priority {p}) "))}
+                        }
                     }).collect_view()}
                 </span>
             </div>
@@ -150,7 +155,10 @@ pub fn EventRow(e: Event) -> impl IntoView {
             <span class=format!("kind-badge {}", e.kind)>{e.kind.replace('_', " ")}</span>
             <div class="event-body">
                 <div class="event-line">
-                    {e.job_id.clone().map(|j| view! { <a class="mono" href=format!("/jobs/{j}")>{j.clone()}</a> })}
+                    {e.job_id.clone().map(|j| match e.job_name.clone() {
+                        Some(name) => view! { <a href=format!("/jobs/{j}") data-testid="event-job">{name}</a><span class="sub mono">{j.clone()}</span> }.into_any(),
+                        None => view! { <a class="mono" href=format!("/jobs/{j}") data-testid="event-job">{j.clone()}</a> }.into_any(),
+                    })}
                     {e.queue.clone().map(|q| view! { <a class="queue-link" href=format!("/queues/{q}")>{q.clone()}</a> })}
                     <span class="event-msg">{e.message.clone()}</span>
                 </div>
@@ -159,5 +167,14 @@ pub fn EventRow(e: Event) -> impl IntoView {
                 <div class="event-meta"><LocalTime at=e.at/>{context.into_iter().flatten().map(|c| view! { " · " {c} }).collect_view()}</div>
             </div>
         </li>
+    }
+}
+
+/// A job as people name it: `nightly-eval (j-mxa3…)`, or the id alone when the name is not
+/// known (an event recorded before names were).
+pub fn job_label(name: Option<String>, id: &str) -> String {
+    match name.filter(|n| !n.is_empty() && n != id) {
+        Some(name) => format!("{name} ({id})"),
+        None => id.to_string(),
     }
 }

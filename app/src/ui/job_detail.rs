@@ -6,6 +6,8 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use super::live::{use_live, LiveBadge};
+use super::events::job_label;
+use super::reason::WhyItWaits;
 use super::server_fns::{cancel_job, change_priority, get_job, job_logs};
 use super::widgets::{amount, duration, secs_between, ErrorBox, Loading, LocalTime, StateBadge};
 use crate::jobs::{Event, Job};
@@ -61,6 +63,7 @@ fn JobBody(j: Job, caused: Vec<Event>, ui: ActionState) -> impl IntoView {
         _ => j.priority.to_string(),
     };
     let reason_label = if j.state.is_terminal() { "Outcome" } else { "Why it waits" };
+    let ran = j.runs > 0;
     view! {
         <header class="page-head">
             <h1><span class="crumb"><a href="/jobs">"Jobs"</a>" / "</span>{j.name.clone()}</h1>
@@ -70,8 +73,11 @@ fn JobBody(j: Job, caused: Vec<Event>, ui: ActionState) -> impl IntoView {
             <div class="job-summary">
                 <p class="mono sub" data-testid="job-id">{j.id.clone()}</p>
                 <p class="took">{took}</p>
-                {j.reason.clone().map(|r| view! { <p class="reason-line" data-testid="job-reason"><strong>{reason_label}": "</strong>{r}</p> })}
-                {j.position.map(|p| view! { <p class="hint">{format!("Position {p} in its queue.")}</p> })}
+                {j.position.map(|p| view! { <p class="position-line" data-testid="job-position">{format!("Position {p} in its queue.")}</p> })}
+                {j.reason.clone().map(|r| view! {
+                    <div class="reason-line" data-testid="job-reason"><strong>{reason_label}": "</strong>
+                        <WhyItWaits headline=j.reason_headline.clone() reason=r/></div>
+                })}
             </div>
             {(!ended && super::session::may_act_on(&j.submitter)).then(|| view! { <Actions id=id.clone() priority=j.priority ui/> })}
         </section>
@@ -120,12 +126,13 @@ fn JobBody(j: Job, caused: Vec<Event>, ui: ActionState) -> impl IntoView {
                 <ul class="plain" data-testid="caused">
                     {caused.into_iter().map(|e| {
                         let victim = e.job_id.clone().unwrap_or_default();
-                        view! { <li><LocalTime at=e.at/>" · preempted "<a href=format!("/jobs/{victim}")>{victim.clone()}</a>" · "{e.message.clone()}</li> }
+                        let label = job_label(e.job_name.clone(), &victim);
+                        view! { <li><LocalTime at=e.at/>" · preempted "<a href=format!("/jobs/{victim}")>{label}</a>" · "{e.message.clone()}</li> }
                     }).collect_view()}
                 </ul>
             })}
         </section>
-        <Logs id=id running=!ended/>
+        <Logs id=id running=!ended ran=ran/>
     }
 }
 
@@ -215,12 +222,13 @@ fn Timeline(events: Vec<Event>) -> impl IntoView {
         <ol class="timeline" data-testid="timeline">
             {events.into_iter().map(|e| {
                 let preemptor = e.detail.get("preemptor").and_then(|p| p.as_str()).map(str::to_string);
+                let preemptor_name = e.detail.get("preemptor_name").and_then(|p| p.as_str()).map(str::to_string);
                 view! {
                     <li class=format!("tl-item kind-{}", e.kind) data-kind=e.kind.clone()>
                         <span class=format!("kind-badge {}", e.kind)>{e.kind.replace('_', " ")}</span>
                         <span class="tl-time"><LocalTime at=e.at/></span>
                         <span class="tl-msg">{e.message.clone()}</span>
-                        {preemptor.map(|p| view! { <a class="tl-link" data-testid="preemptor-link" href=format!("/jobs/{p}")>{format!("see {p}")}</a> })}
+                        {preemptor.map(|p| view! { <a class="tl-link" data-testid="preemptor-link" href=format!("/jobs/{p}")>{format!("see {}", job_label(preemptor_name, &p))}</a> })}
                     </li>
                 }
             }).collect_view()}
@@ -228,9 +236,19 @@ fn Timeline(events: Vec<Event>) -> impl IntoView {
     }.into_any()
 }
 
+/// What an empty log means: nothing written *yet* only while the job may still write.
+fn empty_log(running: bool, ran: bool, stderr: bool) -> &'static str {
+    match (running, ran, stderr) {
+        (true, _, _) => "Nothing written yet.",
+        (false, false, _) => "No output: the job never ran.",
+        (false, true, false) => "No output: the job wrote nothing to stdout.",
+        (false, true, true) => "No output: the job wrote nothing to stderr.",
+    }
+}
+
 /// stdout / stderr, the last lines, refreshed every second while the job runs.
 #[component]
-fn Logs(id: String, running: bool) -> impl IntoView {
+fn Logs(id: String, running: bool, ran: bool) -> impl IntoView {
     let live = use_live();
     let stderr = RwSignal::new(false);
     let key = move || (stderr.get(), if running { live.now.get().timestamp() } else { 0 }, live.tick.get());
@@ -247,7 +265,9 @@ fn Logs(id: String, running: bool) -> impl IntoView {
             </div>
             <Transition fallback=Loading>
                 {move || log.get().map(|r| match r {
-                    Ok(text) if text.is_empty() => view! { <p class="hint" data-testid="log-empty">"Nothing written yet."</p> }.into_any(),
+                    Ok(text) if text.is_empty() => view! {
+                        <p class="hint" data-testid="log-empty">{empty_log(running, ran, stderr.get_untracked())}</p>
+                    }.into_any(),
                     Ok(text) => view! { <pre class="log" data-testid="log">{text}</pre> }.into_any(),
                     Err(e) => view! { <ErrorBox message=e.to_string()/> }.into_any(),
                 })}

@@ -161,7 +161,9 @@ fn JobRow(j: Job, now: RwSignal<chrono::DateTime<chrono::Utc>>) -> impl IntoView
     view! {
         <tr data-testid="job-row" data-job=j.id.clone() data-state=state.as_str()>
             <td><a href=format!("/jobs/{}", j.id)>{j.name.clone()}</a><div class="sub mono">{j.id.clone()}</div><div class="labels">{labels}</div></td>
-            <td><StateBadge state/></td>
+            <td><StateBadge state/>{(state == JobState::Rejected).then(|| j.reason.clone()).flatten().map(|why| view! {
+                <div class="sub reason" data-testid="job-row-reason">{why}</div>
+            })}</td>
             <td data-label="queue">{j.queue.clone().map(|q| view! { <a href=format!("/queues/{q}")>{q.clone()}</a> })}</td>
             <td class="num" data-label="priority">{j.priority}</td>
             <td data-label="by">{j.submitter.clone()}</td>

@@ -18,6 +18,7 @@ mod jobs_list;
 mod live;
 mod overview;
 mod queue;
+mod reason;
 pub mod server_fns;
 mod session;
 mod stage;

@@ -7,6 +7,7 @@ use leptos_router::hooks::use_params_map;
 
 use super::chart::Chart;
 use super::live::{use_live, LiveBadge};
+use super::reason::WhyItWaits;
 use super::server_fns::{get_queue, list_jobs, usage_chart, QUEUE_PAGE_PENDING};
 use super::widgets::{duration, secs_between, ErrorBox, Loading, LocalTime, QuotaBar, StateBadge};
 use crate::jobs::QueueView;
@@ -106,7 +107,7 @@ fn QueueBody(q: QueueView) -> impl IntoView {
                 <td><a href=format!("/jobs/{}", p.id)>{p.name.clone()}</a><div class="sub mono">{p.id.clone()}</div></td>
                 <td class="num" data-label="priority">{p.priority}</td>
                 <td data-label="waiting" title="Since it was enqueued (a preempted job keeps its first enqueue time)">{move || duration(secs_between(at, live.now.get()))}</td>
-                <td class="reason">{p.reason.clone()}</td>
+                <td class="reason"><WhyItWaits headline=p.reason_headline.clone() reason=p.reason.clone()/></td>
             </tr>
         }
     }).collect_view();

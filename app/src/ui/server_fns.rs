@@ -37,6 +37,14 @@ pub async fn apply_draft(yaml: String, input: ApplyInput) -> Result<ApplyOutcome
     backend()?.apply(yaml, input).await.map_err(ServerFnError::new)
 }
 
+/// What the server's nodes say of a draft (YAML): flavors that select no node, quotas above
+/// what the selected nodes have. The one request the editor makes while a draft is edited
+/// (validation itself runs in the browser).
+#[server(endpoint = "capacity_warnings")]
+pub async fn capacity_warnings(yaml: String) -> Result<Vec<crate::config::Problem>, ServerFnError> {
+    backend()?.capacity_warnings(yaml).await.map_err(ServerFnError::new)
+}
+
 /// Restores `version` as a new version whose message names it.
 #[server]
 pub async fn rollback_to(version: i64, input: ApplyInput) -> Result<ApplyOutcome, ServerFnError> {

@@ -39,7 +39,7 @@ fn StageBody(status: StageStatus, results: StageResults) -> impl IntoView {
     let rows = results.job_statuses.iter().map(|r| view! {
         <tr data-testid="stage-job">
             <td><a href=format!("/jobs/{}", r.job_id)>{r.name.clone()}</a><div class="sub mono">{r.job_id.clone()}</div></td>
-            <td><StateBadge state=r.state/></td>
+            <td><StateBadge state=r.state/>{r.reason.clone().map(|why| view! { <div class="sub reason" data-testid="stage-job-reason">{why}</div> })}</td>
             <td class="num">{r.return_code.map(|c| c.to_string()).unwrap_or_else(|| "–".into())}</td>
             <td>{(!r.stdout.is_empty()).then(|| view! { <details><summary>"stdout"</summary><pre class="log">{r.stdout.clone()}</pre></details> })}
                 {(!r.stderr.is_empty()).then(|| view! { <details><summary>"stderr"</summary><pre class="log">{r.stderr.clone()}</pre></details> })}</td>

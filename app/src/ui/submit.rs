@@ -1,13 +1,16 @@
 //! `/jobs/new`: submit a job. Each field is checked as it is typed, with the problem shown at
 //! the field; the server's answer (submitted, rejected with the reason, invalid) is shown in
-//! place, and a submitted job opens its page.
+//! place, and a submitted job opens its page. Above the button the form says where the job
+//! would go under the active config ("→ queue vision via rule 1, priority 10, flavor
+//! team-cpu"), routed in the browser by the same code the server routes with.
 
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_navigate;
 
-use super::server_fns::{submit_job, SubmitOutcome};
+use super::server_fns::{get_config, submit_job, SubmitOutcome};
+use crate::config::{route::flavors_for, Labels, Routing, SchedulerConfig};
 use crate::jobs::{JobRequest, ResourceRequest, RuntimeEnv};
 
 /// The form's text, field by field.
@@ -122,6 +125,52 @@ fn check(d: &Draft) -> (BTreeMap<&'static str, String>, Option<JobRequest>) {
     (errs, Some(request))
 }
 
+/// Where the form's job would go under `cfg`: `→ queue vision via rule 1, priority 10,
+/// flavor team-cpu`, or why it would be rejected. Bad fields are left out (they show their
+/// own problem): labels that are not KEY=VALUE, a priority that is not a number.
+fn destination(cfg: &SchedulerConfig, d: &Draft) -> Result<String, String> {
+    let labels: Labels = d
+        .labels
+        .split([',', '\n'])
+        .filter_map(|item| item.split_once('='))
+        .filter(|(k, _)| !k.trim().is_empty())
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect();
+    let priority = d.priority.trim().parse::<i64>().ok();
+    let routing = Routing::new(cfg);
+    let route = routing.route(&labels, priority).map_err(|r| format!("Would be rejected: {}", r.reason))?;
+    let via = match route.rule_index {
+        Some(i) => format!(" via rule {}", i + 1),
+        None => " (no rules: every job goes there)".to_string(),
+    };
+    let head = format!("→ queue {}{via}, priority {}", route.queue, route.priority);
+    let asked = asked_resources(d);
+    match flavors_for(cfg, route.queue, &asked) {
+        Ok(flavors) if flavors.is_empty() => Ok(head),
+        Ok(flavors) => {
+            let word = if flavors.len() == 1 { "flavor" } else { "flavors" };
+            Ok(format!("{head}, {word} {}", flavors.join(", then ")))
+        }
+        Err(resource) => Err(format!("{head}: would be rejected, queue {} covers no {resource}", route.queue)),
+    }
+}
+
+/// The resources the form asks for (amount above 0), by name.
+fn asked_resources(d: &Draft) -> Vec<&str> {
+    let positive = |raw: &str| raw.trim().parse::<f64>().is_ok_and(|v| v > 0.0);
+    let mut out: Vec<&str> = [("cpu", &d.cpu), ("gpu", &d.gpu), ("memory_gb", &d.memory_gb)]
+        .into_iter()
+        .filter(|(_, raw)| positive(raw))
+        .map(|(name, _)| name)
+        .collect();
+    for (k, v) in d.custom.split([',', '\n']).filter_map(|item| item.split_once('=')) {
+        if !k.trim().is_empty() && positive(v) {
+            out.push(k.trim());
+        }
+    }
+    out
+}
+
 /// The form field a request path is typed in (`resources.cpu` → `cpu`).
 fn form_field(path: &str) -> &'static str {
     let head = |p: &str| path == p || path.starts_with(&format!("{p}.")) || path.starts_with(&format!("{p}["));
@@ -152,6 +201,8 @@ pub fn SubmitPage() -> impl IntoView {
         let body = serde_json::to_string(req).unwrap_or_default();
         async move { submit_job(body).await }
     });
+    // The active config, to show where the job would go; the server routes it again on submit.
+    let active = Resource::new(|| (), |_| get_config(None));
     let navigate = use_navigate();
     Effect::new(move |_| {
         if let Some(result) = submit.value().get() {
@@ -233,6 +284,17 @@ pub fn SubmitPage() -> impl IntoView {
                 Ok(SubmitOutcome::Submitted(_)) => ().into_any(),
                 Err(e) => view! { <div class="error-box" role="alert">{e}</div> }.into_any(),
             })}
+            <Transition fallback=|| ()>
+                {move || active.get().and_then(Result::ok).map(|cfg| {
+                    let said = Memo::new(move |_| draft.with(|d| destination(&cfg.config, d)));
+                    view! {
+                        <p class="route-preview" data-testid="route-preview" aria-live="polite"
+                            class:rejected=move || said.with(Result::is_err)>
+                            {move || said.get().unwrap_or_else(|e| e)}
+                        </p>
+                    }
+                })}
+            </Transition>
             <div class="form-foot">
                 <span class="hint">{move || match checked.with(|c| c.len()) { 0 => "Ready to submit.".to_string(), 1 => "1 field needs attention.".into(), n => format!("{n} fields need attention.") }}</span>
                 <button type="submit" class="button primary" data-testid="submit" disabled=move || submit.pending().get()>"Submit"</button>
@@ -300,6 +362,26 @@ mod tests {
         assert!(errs["workdir"].contains("absolute path"), "{errs:?}");
         assert!(errs["retries"].starts_with("at most 100"), "{errs:?}");
         assert!(!errs.contains_key("env"), "{errs:?}");
+    }
+
+    #[test]
+    fn the_form_says_where_the_job_goes_as_the_server_would_route_it() {
+        let cfg = crate::config::parse_auto(
+            "resource_flavors:\n- name: team-cpu\nresource_queues:\n- name: vision\n  resource_groups:\n  - covered_resources: [cpu]\n    flavors:\n    - name: team-cpu\n\
+             scheduling_rules:\n- resource_queue: vision\n  selector:\n  - key: team\n    operator: in\n    values: [vision]\n  priority_policy:\n    default: 10\n    max: 20\n",
+        )
+        .expect("parses");
+        let form = |labels: &str, priority: &str, gpu: &str| Draft { cpu: "1".into(), gpu: gpu.into(), labels: labels.into(), priority: priority.into(), ..Default::default() };
+        assert_eq!(destination(&cfg, &form("team=vision", "", "")), Ok("→ queue vision via rule 1, priority 10, flavor team-cpu".into()));
+        assert_eq!(
+            destination(&cfg, &form("team=vision", "30", "")),
+            Err("Would be rejected: priority 30 is above the maximum 20 allowed by scheduling_rules[0] (queue vision)".into())
+        );
+        assert_eq!(destination(&cfg, &form("team=x", "", "")), Err("Would be rejected: no scheduling rule matches labels team=x".into()));
+        assert_eq!(
+            destination(&cfg, &form("team=vision", "", "1")),
+            Err("→ queue vision via rule 1, priority 10: would be rejected, queue vision covers no gpu".into())
+        );
     }
 
     #[test]

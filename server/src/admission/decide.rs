@@ -41,6 +41,11 @@ impl Loop {
         let starts = self.admit(&plan.admissions, now, batch);
         // 4. Positions and reasons of the jobs left waiting.
         self.record_waiting(plan.pending, held_back.into_iter(), explained);
+        if !plan.preemptions.is_empty() {
+            // The victims wait again but were running when this cycle began: a full cycle
+            // right after says where they stand and why, instead of "preempted by …".
+            self.explain_at = Some(tokio::time::Instant::now());
+        }
         starts
     }
 
@@ -156,6 +161,7 @@ impl Loop {
         let version = self.state.config_version;
         for p in preemptions {
             let preemptor_priority = self.state.jobs.get(&p.preemptor).map_or(0, |l| l.row.priority);
+            let preemptor_name = self.state.jobs.get(&p.preemptor).map_or_else(String::new, |l| l.row.name.clone());
             let cohort = self.state.compiled.cohort_of(&p.queue).cloned();
             if let Some(mut e) = self.state.jobs.get(&p.preemptor).and_then(|l| events::reclaimed(now, p, l, cohort.as_ref())) {
                 e.config_version = Some(version);
@@ -168,13 +174,14 @@ impl Loop {
                     batch.stops.push((b.as_str().into(), live.run(), h));
                 }
                 self.metrics.preemptions.with_label_values(&[&*v.queue, v.cause.as_str()]).inc();
-                let mut e = events::preempted(now, p, v, live, (preemptor_priority, &priorities), cohort.as_ref());
+                let mut e = events::preempted(now, p, v, live, (&preemptor_name, preemptor_priority, &priorities), cohort.as_ref());
                 e.config_version = Some(version);
                 batch.events.push(e);
                 live.row.state = JobState::Pending;
                 live.row.admitted_at_us = None;
                 live.row.started_at_us = None;
-                live.row.reason = Some(format!("preempted by {}", p.preemptor));
+                // Until the full cycle right after says where it stands and why it waits.
+                live.row.reason = Some(format!("preempted by {}; back in its queue", p.preemptor));
                 live.clear_placement();
                 batch.touch(&v.job);
             }
@@ -216,8 +223,11 @@ impl Loop {
     /// What the last full cycle said of each waiting job; quick cycles leave it as it is
     /// and make sure a full one comes within [`EXPLAIN_EVERY`].
     fn record_waiting(&mut self, pending: Vec<PendingInfo>, held_back: impl Iterator<Item = (Name, String)>, explained: bool) {
-        let mut waiting: Vec<(Name, u64, Arc<str>)> = pending.into_iter().map(|p| (p.job, p.position as u64, p.reason)).collect();
-        waiting.extend(held_back.map(|(key, why)| (key, 0, why.into())));
+        let mut waiting: Vec<(Name, Wait)> = pending
+            .into_iter()
+            .map(|p| (p.job, Wait { position: p.position as u64, reason: p.reason, headline: Some(p.headline) }))
+            .collect();
+        waiting.extend(held_back.map(|(key, why)| (key, Wait { position: 0, reason: why.into(), headline: None })));
         if explained {
             self.state.waiting = Waiting::new(waiting);
             self.explain_due = false;

@@ -8,9 +8,9 @@ use serde_json::json;
 use super::*;
 
 /// The `preempted` event of victim `v` (its live job `live`) of preemption `p`, given the
-/// preemptor's priority and the victims'.
-pub(super) fn preempted(now: i64, p: &Preemption, v: &Victim, live: &Live, priorities: (i64, &[i64]), cohort: Option<&Name>) -> NewEvent {
-    let (preemptor_priority, victims) = priorities;
+/// preemptor's name and priority and the victims' priorities.
+pub(super) fn preempted(now: i64, p: &Preemption, v: &Victim, live: &Live, preemptor: (&str, i64, &[i64]), cohort: Option<&Name>) -> NewEvent {
+    let (preemptor_name, preemptor_priority, victims) = preemptor;
     let (by, prio) = (&p.preemptor, live.row.priority);
     let cohort_name = cohort.map_or("", |c| &**c);
     let message = match v.cause {
@@ -24,6 +24,7 @@ pub(super) fn preempted(now: i64, p: &Preemption, v: &Victim, live: &Live, prior
     let mut e = job_event(now, "preempted", live, message);
     let mut detail = json!({
         "preemptor": &*p.preemptor,
+        "preemptor_name": preemptor_name,
         "preemptor_priority": preemptor_priority,
         "queue": &*p.queue,
         "cause": v.cause.as_str(),

@@ -159,20 +159,45 @@ pub struct State {
 /// left `pending` since may remain: readers ask only about pending jobs.
 #[derive(Default)]
 pub struct Waiting {
-    list: Vec<(Name, u64, Arc<str>)>,
+    list: Vec<(Name, Wait)>,
     index: std::sync::OnceLock<HashMap<Name, usize>>,
 }
 
+/// Where one waiting job stands and why.
+#[derive(Debug, Clone)]
+pub struct Wait {
+    /// 1-based position in its queue; 0 for a job held back before the queue (a hold, a
+    /// dependency, a retry's backoff).
+    pub position: u64,
+    /// The engine's full explanation.
+    pub reason: Arc<str>,
+    /// The same in one line for people, when the engine gave one.
+    pub headline: Option<Arc<str>>,
+}
+
+impl Wait {
+    /// What a job waiting till the next full cycle says.
+    pub fn unexplained() -> Wait {
+        Wait { position: 0, reason: Arc::from("waiting for the next admission cycle"), headline: None }
+    }
+
+    /// Puts the position, reason and headline on a pending job as the API shows it.
+    pub fn tell(self, job: &mut app::jobs::Job) {
+        job.position = (self.position > 0).then_some(self.position);
+        job.reason = Some(self.reason.to_string());
+        job.reason_headline = self.headline.map(|h| h.to_string());
+    }
+}
+
 impl Waiting {
-    fn new(list: Vec<(Name, u64, Arc<str>)>) -> Waiting {
+    fn new(list: Vec<(Name, Wait)>) -> Waiting {
         Waiting { list, index: std::sync::OnceLock::new() }
     }
 
     /// The position and reason of one job.
-    pub fn get(&self, job: &str) -> Option<(u64, Arc<str>)> {
+    pub fn get(&self, job: &str) -> Option<Wait> {
         let index = self.index.get_or_init(|| self.list.iter().enumerate().map(|(i, w)| (w.0.clone(), i)).collect());
-        let (_, pos, why) = &self.list[*index.get(job)?];
-        Some((*pos, why.clone()))
+        Some(self.list[*index.get(job)?].1.clone())
     }
 }
 

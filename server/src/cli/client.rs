@@ -73,6 +73,18 @@ impl Client {
         self.send(req).await
     }
 
+    /// Validates a config given as YAML or JSON text on the server, which adds the warnings
+    /// that need its nodes.
+    pub async fn validate(&self, text: &str) -> Result<app::config::Report, ClientError> {
+        let is_json = text.trim_start().starts_with('{');
+        let content_type = if is_json { "application/json" } else { "application/yaml" };
+        let req = self
+            .request(Method::POST, "/api/v1/scheduler/config/validate")
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(text.to_string());
+        self.send(req).await
+    }
+
     /// Replays the recorded `window` under the draft `text` (YAML or JSON) and the active config.
     pub async fn preview(&self, text: &str, window: &str) -> Result<app::preview::PreviewReport, ClientError> {
         let body = json!({ "config": text, "window": window });

@@ -357,12 +357,17 @@ pub enum ConfigCommand {
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
     },
-    /// Validate a config file offline with the server's own rules.
+    /// Validate a config file offline with the server's own rules (`--server`: on the
+    /// running server, which also compares quotas and flavors with its nodes).
     Validate {
         #[arg(short = 'f', long = "file")]
         file: PathBuf,
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
+        /// Ask the running server, which knows the nodes: also warns about flavors that
+        /// select no node and quotas above what the selected nodes have.
+        #[arg(long = "server-check")]
+        server_check: bool,
     },
 }
 
@@ -370,7 +375,14 @@ pub enum ConfigCommand {
 pub async fn run_config(cli: &Cli, command: &ConfigCommand) -> Result<i32> {
     let client = cli.client();
     let outcome = match command {
-        ConfigCommand::Validate { file, output } => return validate_file(file, *output),
+        ConfigCommand::Validate { file, output, server_check: false } => return validate_file(file, *output),
+        ConfigCommand::Validate { file, output, server_check: true } => {
+            let text = read_file(file)?;
+            match client.validate(&text).await {
+                Ok(report) => return Ok(show_report(file, &report, *output)),
+                Err(e) => Err(e),
+            }
+        }
         ConfigCommand::Apply { file, message, expected_version, output } => {
             let text = read_file(file)?;
             client.apply(&text, message.as_deref(), *expected_version).await.map(|r| {
@@ -461,15 +473,20 @@ pub(crate) fn read_file(path: &PathBuf) -> Result<String> {
 fn validate_file(path: &PathBuf, output: Output) -> Result<i32> {
     let text = read_file(path)?;
     let (_, report) = validate_text(&text);
+    Ok(show_report(path, &report, output))
+}
+
+/// Prints a validation report; the exit code (1 when it has errors).
+fn show_report(path: &std::path::Path, report: &Report, output: Output) -> i32 {
     if output == Output::Json {
         print_json(&serde_json::json!({ "valid": !report.has_errors(), "problems": report.problems }));
     } else {
-        print_report(&report);
+        print_report(report);
         if !report.has_errors() {
             println!("{}: valid", path.display());
         }
     }
-    Ok(if report.has_errors() { 1 } else { 0 })
+    if report.has_errors() { 1 } else { 0 }
 }
 
 fn print_report(report: &Report) {

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::ops::Range;
 
-use app::config::{CohortPreemption, MatchExpression, OnViolation, Operator, ResourceQueue, SchedulerConfig, WithinQueuePreemption};
+use app::config::{CohortPreemption, MatchExpression, Operator, ResourceQueue, Routing, SchedulerConfig, WithinQueuePreemption};
 
 use super::policy::{self, OrderingPolicy, PlacementPolicy, QueueingStrategy};
 use super::resources::{Milli, Name};
@@ -36,9 +36,8 @@ pub struct Compiled {
     pub(crate) flavors: Vec<FlavorDef>,
     pub(crate) queues: Vec<QueueDef>,
     pub(crate) queue_ids: HashMap<Name, usize>,
-    pub(crate) rules: Vec<RuleDef>,
-    /// Where jobs go when there are no rules.
-    pub(crate) default_queue: Option<usize>,
+    /// The scheduling rules, as the shared routing code (`app::config::route`) reads them.
+    pub(crate) routing: Routing,
     /// Cohorts in order of first mention; queues name theirs by index.
     pub(crate) cohorts: Vec<CohortDef>,
 }
@@ -115,16 +114,6 @@ pub(crate) struct SlotDef {
     pub borrow: Vec<Milli>,
 }
 
-#[derive(Debug, Clone)]
-pub(crate) struct RuleDef {
-    pub queue: usize,
-    pub selector: Option<Vec<MatchExpression>>,
-    pub default: Option<i64>,
-    pub min: Option<i64>,
-    pub max: Option<i64>,
-    pub on_violation: OnViolation,
-}
-
 fn err(path: impl Into<String>, message: impl Into<String>) -> CompileError {
     CompileError { path: path.into(), message: message.into() }
 }
@@ -187,12 +176,11 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
         queue_ids.insert(DEFAULT_QUEUE.into(), queues.len() - 1);
     }
 
-    let mut rules = Vec::new();
     for (i, r) in config.rules().iter().enumerate() {
         let path = format!("scheduling_rules[{i}]");
-        let queue = *queue_ids
-            .get(r.resource_queue.as_str())
-            .ok_or_else(|| err(format!("{path}.resource_queue"), format!("queue {} is not defined", r.resource_queue)))?;
+        if !queue_ids.contains_key(r.resource_queue.as_str()) {
+            return Err(err(format!("{path}.resource_queue"), format!("queue {} is not defined", r.resource_queue)));
+        }
         let p = r.priority_policy.clone().unwrap_or_default();
         if let (Some(min), Some(max)) = (p.min, p.max) {
             if min > max {
@@ -204,21 +192,9 @@ pub fn compile(config: &SchedulerConfig) -> Result<Compiled, CompileError> {
                 return Err(err(format!("{path}.priority_policy.default"), format!("default {d} is outside [min, max]")));
             }
         }
-        rules.push(RuleDef {
-            queue,
-            selector: r.selector.clone(),
-            default: p.default,
-            min: p.min,
-            max: p.max,
-            // Omitted on_violation means reject: silently changing a priority the user asked
-            // for is the surprising choice, so it has to be asked for.
-            on_violation: p.on_violation.unwrap_or(OnViolation::Reject),
-        });
     }
 
-    let default_queue = rules.is_empty().then(|| queue_ids[DEFAULT_QUEUE]);
-
-    Ok(Compiled { resources, flavors, queues, queue_ids, rules, default_queue, cohorts })
+    Ok(Compiled { resources, flavors, queues, queue_ids, routing: Routing::new(config), cohorts })
 }
 
 /// One queue: its policies by name, and its resource groups as quota slots.

@@ -4,10 +4,9 @@
 //! Flavors are assigned in two passes (see `order.rs`): within nominal quota first, then
 //! borrowing from cohorts.
 
-use std::sync::Arc;
 
 use super::assign::{self, Fit, Scratch};
-use super::explain;
+use super::explain::{self, Why};
 use super::order::Order;
 use super::compile::Reclaim;
 use super::plan::{Admission, Borrowed, PendingInfo, Plan, Preemption, Victim};
@@ -45,7 +44,7 @@ struct LastMiss {
     q_epoch: u64,
     prio: i64,
     row: Vec<Milli>,
-    reason: Arc<str>,
+    why: Why,
 }
 
 /// Decisions accumulated during a cycle.
@@ -55,10 +54,10 @@ struct Cycle {
     plan: Plan,
     /// (queue, position, pending job, reason, no room); queue `q` of the config, or
     /// `queues.len() + k` for the k-th queue the config lacks (see [`Cycle::into_plan`]).
-    waiting: Vec<(usize, usize, usize, Arc<str>, bool)>,
+    waiting: Vec<(usize, usize, usize, Why, bool)>,
     positions: Vec<usize>,
     /// Per strict_fifo queue whose head did not fit: the reason for everything behind it.
-    blocked: Vec<Option<Arc<str>>>,
+    blocked: Vec<Option<Why>>,
     /// Per queue: bumped on each admission (usage changed, so reasons change).
     q_epoch: Vec<u64>,
     last: Vec<Option<LastMiss>>,
@@ -86,12 +85,12 @@ impl Cycle {
     fn decide(&mut self, st: &mut State, order: &mut Order, q: usize, j: usize) {
         let def = &st.c.queues[q];
         let prio = st.snap.pending[j].priority;
-        if let Some(reason) = &self.blocked[q] {
-            let reason = reason.clone();
-            return self.wait(q, j, reason, true);
+        if let Some(why) = &self.blocked[q] {
+            let why = why.clone();
+            return self.wait(q, j, why, true);
         }
         if let Some(bad) = st.pending_bad[j] {
-            return self.wait(q, j, format!("queue {}: {bad}", def.name).into(), false);
+            return self.wait(q, j, Why::new(format!("queue {}: {bad}", def.name), format!("Cannot run: {bad}")), false);
         }
         self.row.clear();
         self.row.extend_from_slice(st.row(j));
@@ -99,7 +98,7 @@ impl Cycle {
         if def.cohort.is_some() && !order.borrowing() {
             match assign::fit(st, q, &row, &mut self.sc, false) {
                 Fit::Fits { node } => self.admit(st, q, j, &row, node),
-                Fit::Uncovered { res } => self.wait(q, j, explain::uncovered(st, q, res).into(), false),
+                Fit::Uncovered { res } => self.wait(q, j, uncovered(st, q, res), false),
                 Fit::Nowhere => order.defer(q),
             }
             self.row = row;
@@ -108,15 +107,15 @@ impl Cycle {
         if let Some(last) = &self.last[q] {
             if last.epoch == st.epoch && last.q_epoch == self.q_epoch[q] && last.prio == prio && last.row == row {
                 // Nothing it depends on changed: same verdict, no work.
-                let reason = last.reason.clone();
+                let why = last.why.clone();
                 self.after_no_fit(st, q, j);
                 self.row = row;
-                return self.wait(q, j, reason, true);
+                return self.wait(q, j, why, true);
             }
         }
         match assign::fit(st, q, &row, &mut self.sc, true) {
             Fit::Fits { node } => self.admit(st, q, j, &row, node),
-            Fit::Uncovered { res } => self.wait(q, j, explain::uncovered(st, q, res).into(), false),
+            Fit::Uncovered { res } => self.wait(q, j, uncovered(st, q, res), false),
             Fit::Nowhere => {
                 let mut why = None;
                 if def.preempt_lower_priority || def.reclaim != Reclaim::Never {
@@ -128,19 +127,22 @@ impl Cycle {
                         Err(e) => why = Some(e),
                     }
                 }
-                let reason: Arc<str> = explain::no_fit(st, q, &row, &self.sc.misses, why, prio).into();
+                let said = Why::new(
+                    explain::no_fit(st, q, &row, &self.sc.misses, why, prio),
+                    explain::headline(st, q, &row, &self.sc.misses, why),
+                );
                 let last = self.last[q].get_or_insert_with(|| LastMiss {
                     epoch: 0,
                     q_epoch: 0,
                     prio,
                     row: Vec::with_capacity(row.len()),
-                    reason: reason.clone(),
+                    why: said.clone(),
                 });
-                (last.epoch, last.q_epoch, last.prio, last.reason) = (st.epoch, self.q_epoch[q], prio, reason.clone());
+                (last.epoch, last.q_epoch, last.prio, last.why) = (st.epoch, self.q_epoch[q], prio, said.clone());
                 last.row.clear();
                 last.row.extend_from_slice(&row);
                 self.after_no_fit(st, q, j);
-                self.wait(q, j, reason, true);
+                self.wait(q, j, said, true);
             }
         }
         self.row = row;
@@ -150,7 +152,8 @@ impl Cycle {
     fn after_no_fit(&mut self, st: &State, q: usize, j: usize) {
         let def = &st.c.queues[q];
         if def.strategy == QueueingStrategy::StrictFifo {
-            self.blocked[q] = Some(explain::blocked(&def.name, &st.snap.pending[j].id).into());
+            let head = &st.snap.pending[j].id;
+            self.blocked[q] = Some(Why::new(explain::blocked(&def.name, head), explain::blocked_headline(head)));
         }
     }
 
@@ -269,9 +272,9 @@ impl Cycle {
         }
     }
 
-    fn wait(&mut self, q: usize, j: usize, reason: Arc<str>, no_room: bool) {
+    fn wait(&mut self, q: usize, j: usize, why: Why, no_room: bool) {
         self.positions[q] += 1;
-        self.waiting.push((q, self.positions[q], j, reason, no_room));
+        self.waiting.push((q, self.positions[q], j, why, no_room));
     }
 
     /// Step 5: the plan, waiting jobs sorted by queue name then position.
@@ -279,9 +282,12 @@ impl Cycle {
         let pending = st.snap.pending;
         let defined = st.c.queues.len();
         for (k, (queue, jobs)) in order.orphans.iter().enumerate() {
-            let reason: Arc<str> = format!("queue {queue} is not defined in the active config").into();
+            let why = Why::new(
+                format!("queue {queue} is not defined in the active config"),
+                format!("Waiting for queue {queue}, which the active config no longer has"),
+            );
             for (i, &j) in jobs.iter().enumerate() {
-                self.waiting.push((defined + k, i + 1, j, reason.clone(), false));
+                self.waiting.push((defined + k, i + 1, j, why.clone(), false));
             }
         }
         // Queues ranked by name once, so the sort compares numbers rather than names.
@@ -296,13 +302,18 @@ impl Cycle {
         self.plan.pending = self
             .waiting
             .into_iter()
-            .map(|(q, position, j, reason, no_room)| {
+            .map(|(q, position, j, why, no_room)| {
                 let queue = if q < defined { st.c.queues[q].name.clone() } else { pending[j].queue.clone() };
-                PendingInfo { job: pending[j].id.clone(), queue, position, reason, no_room }
+                PendingInfo { job: pending[j].id.clone(), queue, position, reason: why.reason, headline: why.headline, no_room }
             })
             .collect();
         self.plan
     }
+}
+
+/// A request for a resource queue `q` has no quota for.
+fn uncovered(st: &State, q: usize, res: usize) -> Why {
+    Why::new(explain::uncovered(st, q, res), explain::uncovered_headline(st, q, res))
 }
 
 impl super::compile::QueueDef {

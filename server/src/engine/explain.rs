@@ -1,4 +1,6 @@
-//! Reasons: the sentences a waiting job carries, shown verbatim by the dashboard.
+//! Reasons: the sentences a waiting job carries, shown verbatim by the dashboard, and a
+//! one-line headline of each built from the same misses ([`headline`]):
+//! `Waiting for CPU: 2 of 2 in use in vision; nothing of lower priority to preempt`.
 //!
 //! One sentence per flavor tried, in the order tried, prefixed by the queue:
 //! `queue research: flavor spot: gpu quota 64, in use 60, requested 8; flavor on-demand: no
@@ -8,6 +10,7 @@
 //! lendable; borrowing limit 3, borrowed 3`.
 
 use std::fmt::Write;
+use std::sync::Arc;
 
 use super::assign::Miss;
 use super::compile::Reclaim;
@@ -155,4 +158,70 @@ pub(crate) fn uncovered(st: &State, q: usize, res: usize) -> String {
 /// A job behind a blocked head in a `strict_fifo` queue.
 pub(crate) fn blocked(queue: &str, head: &str) -> String {
     format!("queue {queue}: strict_fifo: waiting behind {head}, which does not fit")
+}
+
+/// Why a job waits, twice: a headline for people and the full explanation (every flavor
+/// tried, with numbers). Shared between jobs that wait alike.
+#[derive(Debug, Clone)]
+pub(crate) struct Why {
+    pub reason: Arc<str>,
+    pub headline: Arc<str>,
+}
+
+impl Why {
+    pub(crate) fn new(reason: impl Into<Arc<str>>, headline: impl Into<Arc<str>>) -> Why {
+        Why { reason: reason.into(), headline: headline.into() }
+    }
+}
+
+/// A resource as people name it: `CPU`, `GPU`, `memory`; custom names as written.
+fn resource_word(name: &str) -> &str {
+    match name {
+        "cpu" => "CPU",
+        "gpu" => "GPU",
+        "tpu" => "TPU",
+        "memory_gb" => "memory",
+        other => other,
+    }
+}
+
+/// The headline of [`no_fit`]: what the first flavor tried lacks, then why preemption does
+/// not help. `Waiting for CPU: 2 of 2 in use in vision; nothing of lower priority to preempt`.
+pub(crate) fn headline(st: &State, q: usize, row: &[Milli], misses: &[Miss], preempt: Option<NoVictims>) -> String {
+    let def = &st.c.queues[q];
+    let mut out = match misses.first() {
+        Some(&Miss::Quota { res, quota, used, .. }) => {
+            format!("Waiting for {}: {used} of {quota} in use in {}", resource_word(&st.names[res]), def.name)
+        }
+        Some(&Miss::Pool { res, .. }) => {
+            let cohort = def.cohort.map_or("", |c| &*st.c.cohorts[c].name);
+            format!("Waiting for {}: {}'s quota is in use and cohort {cohort} has none to lend", resource_word(&st.names[res]), def.name)
+        }
+        Some(&Miss::NoNodeMatches { set }) => format!("Waiting for a node: none matches {}", flavors(st, set)),
+        Some(&Miss::NoRoom { .. }) => format!("Waiting for room: no matching node has {} free", request(st, row)),
+        Some(&Miss::InFlight { limit }) => {
+            let l = &st.snap.limits[limit];
+            format!("Waiting for cluster {}: {} of {} starts in flight", l.backend, st.in_flight[limit], l.max_in_flight)
+        }
+        None => format!("Waiting in {}", def.name),
+    };
+    let reclaims = def.cohort.is_some() && def.reclaim != Reclaim::Never;
+    out.push_str(match (preempt, reclaims) {
+        (None, _) => "",
+        (Some(NoVictims::NoCandidates), false) => "; nothing of lower priority to preempt",
+        (Some(NoVictims::NoCandidates), true) => "; nothing to preempt or reclaim",
+        (Some(NoVictims::NotEnough), _) => "; preempting would not make room",
+        (Some(NoVictims::WouldBorrow), _) => "; it would have to borrow",
+    });
+    out
+}
+
+/// The headline of [`uncovered`].
+pub(crate) fn uncovered_headline(st: &State, q: usize, res: usize) -> String {
+    format!("Cannot run in {}: it has no quota for {}", st.c.queues[q].name, resource_word(&st.names[res]))
+}
+
+/// The headline of [`blocked`].
+pub(crate) fn blocked_headline(head: &str) -> String {
+    format!("Waiting behind {head}, first in line (strict FIFO)")
 }

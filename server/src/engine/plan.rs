@@ -108,6 +108,9 @@ pub struct PendingInfo {
     /// One sentence per flavor tried, shown verbatim by the dashboard. Shared between jobs
     /// that wait for the very same reason.
     pub reason: Arc<str>,
+    /// The reason in one line for people: `Waiting for CPU: 2 of 2 in use in vision;
+    /// nothing of lower priority to preempt` (see `explain::headline`).
+    pub headline: Arc<str>,
     /// It was tried and nothing fit (after preemption, where its queue preempts), or its
     /// strict_fifo queue is blocked by such a job. Fitting only gets harder as a cycle goes
     /// on (when it preempts no one), so a job of the same queue considered later, asking at

@@ -1,13 +1,14 @@
 //! Submit time: which queue and priority a job gets, and whether it could ever run.
 //!
-//! Routing walks the scheduling rules in order and the first whose selector matches the
-//! job's labels wins (selector semantics are Kubernetes': `not_in` matches a job that lacks
-//! the key, see `app::config::selector`). A rule without selector matches everything not
-//! matched earlier. With no rules at all, everything goes to the `default` queue.
+//! Routing itself (rules in order, first match wins, the priority policy) is
+//! `app::config::route`, shared with the browser's submit form; this wraps it for the
+//! engine's compiled config and adds what needs the nodes.
 
-use app::config::{selector, Labels, OnViolation};
+use app::config::route::reject;
+pub use app::config::route::Rejection;
+use app::config::{selector, Labels};
 
-use super::compile::{Compiled, RuleDef};
+use super::compile::Compiled;
 use super::resources::{Milli, Name, Resources};
 use super::snapshot::Node;
 
@@ -23,77 +24,17 @@ pub struct Routed {
     pub priority: i64,
 }
 
-/// A job refused at submit, with the reason shown to its submitter.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
-pub struct Rejection {
-    /// What kind of refusal, in a few snake_case words (a metric's label: one of a fixed set).
-    pub code: &'static str,
-    /// One human sentence.
-    pub reason: String,
-}
-
-fn reject(code: &'static str, reason: impl Into<String>) -> Rejection {
-    Rejection { code, reason: reason.into() }
-}
-
-/// Routes a job by its labels and applies the matching rule's priority policy.
-///
-/// Priority: the requested one, else the rule's `default`, else 0. A requested (or default)
-/// priority outside `[min, max]` is rejected with the bound in the reason when
-/// `on_violation` is `reject` — also when `on_violation` is omitted — and clamped to the
-/// bound with `force_update`. A job that gave no priority is never rejected for it: with no
-/// default, 0 is clamped into the bounds.
+/// Routes a job by its labels and applies the matching rule's priority policy, with the
+/// routing code the browser runs too (see [`app::config::Routing::route`] for the rules).
 pub fn route(c: &Compiled, labels: &Labels, requested_priority: Option<i64>) -> Result<Routed, Rejection> {
-    if c.rules.is_empty() {
-        // compile() always sets default_queue when there are no rules.
-        let q = c.default_queue.and_then(|q| c.queues.get(q)).ok_or_else(|| reject("no_queue", "no queue to route to"))?;
-        return Ok(Routed { queue: q.name.clone(), rule_index: None, priority: requested_priority.unwrap_or(0) });
-    }
-    let (index, rule) = c
-        .rules
-        .iter()
-        .enumerate()
-        .find(|(_, r)| selector::matches(r.selector.as_deref(), labels))
-        .ok_or_else(|| reject("no_rule_matches", format!("no scheduling rule matches labels {}", describe_labels(labels))))?;
-    let queue = c.queues[rule.queue].name.clone();
-    let priority = bounded(rule, index, &queue, requested_priority.or(rule.default))?;
-    Ok(Routed { queue, rule_index: Some(index), priority })
-}
-
-/// A priority under rule `index`'s policy: `None` (none asked, no default) is 0 clamped
-/// into the bounds; one outside `[min, max]` is clamped with `force_update` and rejected,
-/// naming the bound, with `reject` or no `on_violation`.
-fn bounded(rule: &RuleDef, index: usize, queue: &str, priority: Option<i64>) -> Result<i64, Rejection> {
-    let clamp = |p: i64| p.max(rule.min.unwrap_or(i64::MIN)).min(rule.max.unwrap_or(i64::MAX));
-    let Some(p) = priority else { return Ok(clamp(0)) };
-    let violated = match (rule.min, rule.max) {
-        (Some(min), _) if p < min => Some(format!("below the minimum {min}")),
-        (_, Some(max)) if p > max => Some(format!("above the maximum {max}")),
-        _ => None,
-    };
-    match (violated, rule.on_violation) {
-        (None, _) => Ok(p),
-        (Some(_), OnViolation::ForceUpdate) => Ok(clamp(p)),
-        (Some(why), OnViolation::Reject) => Err(reject("priority_out_of_range", format!("priority {p} is {why} allowed by scheduling_rules[{index}] (queue {queue})"))),
-    }
+    let r = c.routing.route(labels, requested_priority)?;
+    Ok(Routed { queue: r.queue.into(), rule_index: r.rule_index, priority: r.priority })
 }
 
 /// The priority a routed job may be changed to, under the rule that routed it (the same
 /// policy as at submit); a job no rule routed takes any priority.
 pub fn bounded_priority(c: &Compiled, rule_index: Option<i64>, priority: i64) -> Result<i64, Rejection> {
-    let Some((index, rule)) = rule_index.and_then(|i| usize::try_from(i).ok()).and_then(|i| Some((i, c.rules.get(i)?))) else {
-        return Ok(priority);
-    };
-    bounded(rule, index, &c.queues[rule.queue].name, Some(priority))
-}
-
-/// `team=vision, tier=prod`, or `(none)`.
-fn describe_labels(labels: &Labels) -> String {
-    if labels.is_empty() {
-        return "(none)".into();
-    }
-    labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")
+    c.routing.bounded_priority(rule_index, priority)
 }
 
 /// Refuses at submit a request that could never be admitted to `queue` on these nodes.

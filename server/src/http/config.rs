@@ -7,7 +7,6 @@
 
 use app::api::ApplyRequest;
 use app::config::parse::{from_json_value, parse, parse_auto, Format};
-use app::config::validate::validate;
 use app::config::yaml::to_canonical_yaml;
 use app::config::{Report, SchedulerConfig};
 use axum::extract::State;
@@ -109,7 +108,8 @@ async fn list_versions(State(state): State<AppState>, headers: HeaderMap, params
 }
 
 /// Validates without storing: always 200 when the body could be read, with every problem.
-async fn validate_config(headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {
+/// With the server's nodes: flavors that select none, quotas above what they have.
+async fn validate_config(State(state): State<AppState>, headers: HeaderMap, params: Params, body: RawBody) -> Result<Response, ApiError> {
     let text = body.text()?;
     let parsed = match sent_yaml(&headers) {
         Some(true) => parse(text, Format::Yaml),
@@ -117,7 +117,7 @@ async fn validate_config(headers: HeaderMap, params: Params, body: RawBody) -> R
         None => parse_auto(text),
     };
     let report = match parsed {
-        Ok(config) => validate(&config),
+        Ok(config) => state.config.check(&config),
         Err(problems) => Report { problems },
     };
     let body = json!({ "valid": !report.has_errors(), "problems": report.problems });

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use app::api::{ConfigVersion, VersionPage};
 use app::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use app::config::diff::ConfigDiff;
+use app::config::Problem;
 use app::config::parse::{parse, Format};
 use app::jobs::{CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
 use app::preview::PreviewReport;
@@ -140,6 +141,13 @@ impl Backend for AppState {
                 Err(problems) => return Ok(ApplyOutcome::Invalid { problems }),
             };
             outcome(self.config.apply(&caller?, &config, &meta(input)).await)
+        })
+    }
+
+    fn capacity_warnings(&self, yaml: String) -> Answer<'_, Vec<Problem>> {
+        Box::pin(async move {
+            // A draft that does not parse has its problems shown by the browser already.
+            Ok(parse(&yaml, Format::Yaml).map(|c| self.config.capacity_warnings(&c)).unwrap_or_default())
         })
     }
 

@@ -9,8 +9,8 @@
 
 use app::api::{ApplyResponse, ConfigVersion, VersionPage};
 use app::config::diff::{diff_labeled, ConfigDiff};
-use app::config::validate::validate;
-use std::sync::Arc;
+use app::config::validate::{validate, validate_with_nodes, NodeInfo};
+use std::sync::{Arc, RwLock};
 
 use app::auth::Role;
 use app::config::{Problem, Report, SchedulerConfig};
@@ -67,12 +67,23 @@ impl HeldBack {
     }
 }
 
+/// The nodes the backends know now, as the validator takes them.
+pub type NodeSource = Arc<dyn Fn() -> Vec<NodeInfo> + Send + Sync>;
+
 /// Config versions: validate, apply, read, diff, roll back; and the active config.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConfigService {
     store: ConfigStore,
     /// The config in force, replaced by every apply made through this service.
     active: Arc<watch::Sender<Arc<ActiveConfig>>>,
+    /// Where the nodes come from once the runtime runs: checks then include capacity.
+    nodes: Arc<RwLock<Option<NodeSource>>>,
+}
+
+impl std::fmt::Debug for ConfigService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConfigService").field("store", &self.store).finish_non_exhaustive()
+    }
 }
 
 impl ConfigService {
@@ -81,7 +92,29 @@ impl ConfigService {
     pub async fn start(store: ConfigStore) -> Result<Self, ServiceError> {
         ensure_initial(&store).await?;
         let active = load_active(&store).await?;
-        Ok(ConfigService { store, active: Arc::new(watch::channel(Arc::new(active)).0) })
+        Ok(ConfigService { store, active: Arc::new(watch::channel(Arc::new(active)).0), nodes: Arc::default() })
+    }
+
+    /// From now on, checks compare quotas and flavors with the nodes `source` gives.
+    pub fn know_nodes(&self, source: NodeSource) {
+        *self.nodes.write().unwrap_or_else(|e| e.into_inner()) = Some(source);
+    }
+
+    /// Every problem of `config`; once the nodes are known, also the warnings about flavors
+    /// that select no node and quotas above what the selected nodes have.
+    pub fn check(&self, config: &SchedulerConfig) -> Report {
+        let source = self.nodes.read().unwrap_or_else(|e| e.into_inner()).clone();
+        match source {
+            Some(nodes) => validate_with_nodes(config, &nodes()),
+            None => validate(config),
+        }
+    }
+
+    /// Only the problems of `config` that come from comparing it with the nodes (none while
+    /// they are unknown): what the editor adds to the checks the browser runs itself.
+    pub fn capacity_warnings(&self, config: &SchedulerConfig) -> Vec<Problem> {
+        let plain = validate(config).problems;
+        self.check(config).problems.into_iter().filter(|p| !plain.contains(p)).collect()
     }
 
     /// The config in force now.
@@ -164,7 +197,7 @@ impl ConfigService {
         if meta.message.as_deref().is_some_and(|t| t.contains('\0')) {
             return Err(ServiceError::BadRequest("message: must not contain a NUL character".into()));
         }
-        let report = validate(config);
+        let report = self.check(config);
         if report.has_errors() {
             return Err(ServiceError::Invalid(report));
         }

@@ -3,11 +3,10 @@
 //! jobs, read off the loop's live state. Also the live jobs themselves, whole, for views
 //! that show more of each (the Anyscale API's workloads and top consumers).
 
-use std::sync::Arc;
 
 use app::jobs::{CohortMember, CohortPool, CohortView, Job, JobState, QueueView, QueuedJob, QuotaUsage, RunningEntry};
 
-use crate::admission::{self, Live, State};
+use crate::admission::{self, Live, State, Wait};
 use crate::clock::now_us;
 use crate::engine::{self, CellShare, Milli, QuotaCell};
 use crate::store::jobs as store;
@@ -127,14 +126,15 @@ pub(super) fn queue_views(s: &State, only: Option<&str>) -> Vec<QueueView> {
             let mut pending: Vec<QueuedJob> = waiting
                 .iter()
                 .map(|l| {
-                    let (pos, why) = s.waiting.get(&l.key).unwrap_or((0, Arc::from("waiting for the next admission cycle")));
+                    let wait = s.waiting.get(&l.key).unwrap_or_else(Wait::unexplained);
                     QueuedJob {
                         id: l.row.id.clone(),
                         name: l.row.name.clone(),
                         priority: l.row.priority,
-                        position: pos,
+                        position: wait.position,
                         enqueued_at: store::time_of(l.row.enqueued_at_us),
-                        reason: why.to_string(),
+                        reason: wait.reason.to_string(),
+                        reason_headline: wait.headline.map(|h| h.to_string()),
                     }
                 })
                 .collect();
@@ -172,9 +172,7 @@ pub(super) fn live_jobs(s: &State, only: Option<&str>) -> Vec<Job> {
         .map(|l| {
             let mut job = l.row.to_job();
             if job.state == JobState::Pending {
-                let (pos, why) = s.waiting.get(&l.key).unwrap_or((0, Arc::from("waiting for the next admission cycle")));
-                job.position = (pos > 0).then_some(pos);
-                job.reason = Some(why.to_string());
+                s.waiting.get(&l.key).unwrap_or_else(Wait::unexplained).tell(&mut job);
             }
             job
         })

@@ -7,7 +7,7 @@ use serde_json::Value;
 use similar::{capture_diff_slices, Algorithm, DiffTag};
 
 use super::{tree, ChangeKind, RawChange, Seg};
-use crate::config::model::{SchedulerConfig, SchedulingRule};
+use crate::config::model::{Operator, SchedulerConfig, SchedulingRule};
 
 /// Old and new indices of one stretch the two rule lists disagree on.
 #[derive(Default)]
@@ -55,7 +55,7 @@ pub(super) fn section(
     }
     moves.sort_by_key(|&(_, j)| j);
     for (i, j) in moves {
-        let summary = format!("rule {} moved from [{i}] to [{j}]", describe(&new_rules[j]));
+        let summary = format!("rule ({}) moved from position {} to {}", describe(&new_rules[j]), i + 1, j + 1);
         out.push(RawChange {
             summary: Some(summary),
             ..RawChange::new(ChangeKind::Reordered, rule_path(j), Some(&i.into()), Some(&j.into()))
@@ -68,14 +68,14 @@ pub(super) fn section(
             tree::node(&rule_path(j), &a[i], &b[j], out);
         }
         for &i in &s.old[paired..] {
-            let summary = format!("rule [{i}] removed ({})", describe(&old_rules[i]));
+            let summary = format!("rule {} ({}) removed", i + 1, describe(&old_rules[i]));
             out.push(RawChange {
                 summary: Some(summary),
                 ..RawChange::new(ChangeKind::Removed, rule_path(i), Some(&a[i]), None)
             });
         }
         for &j in &s.new[paired..] {
-            let summary = format!("rule [{j}] added ({})", describe(&new_rules[j]));
+            let summary = format!("rule {} ({}) added", j + 1, describe(&new_rules[j]));
             out.push(RawChange {
                 summary: Some(summary),
                 ..RawChange::new(ChangeKind::Added, rule_path(j), None, Some(&b[j]))
@@ -92,20 +92,24 @@ fn list(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default()
 }
 
-/// A rule in a few words: `→ research when team in [research]`, `→ batch, catch-all`.
+/// A rule in a few words: `team = research → research`, `team in [ml, cv] → research`,
+/// `any job → batch` (a catch-all).
 pub(super) fn describe(rule: &SchedulingRule) -> String {
     let exprs = rule.selector.as_deref().unwrap_or_default();
     if exprs.is_empty() {
-        return format!("→ {}, catch-all", rule.resource_queue);
+        return format!("any job → {}", rule.resource_queue);
     }
     let parts: Vec<String> = exprs
         .iter()
-        .map(|e| match e.operator.takes_values() {
-            true => {
-                format!("{} {} [{}]", e.key, e.operator.as_str(), e.values.as_deref().unwrap_or_default().join(", "))
+        .map(|e| {
+            let values = e.values.as_deref().unwrap_or_default();
+            match (e.operator, values) {
+                (Operator::In, [one]) => format!("{} = {one}", e.key),
+                (Operator::NotIn, [one]) => format!("{} ≠ {one}", e.key),
+                (op, _) if op.takes_values() => format!("{} {} [{}]", e.key, op.as_str().replace('_', " "), values.join(", ")),
+                (op, _) => format!("{} {}", e.key, op.as_str().replace('_', " ")),
             }
-            false => format!("{} {}", e.key, e.operator.as_str()),
         })
         .collect();
-    format!("→ {} when {}", rule.resource_queue, parts.join(", "))
+    format!("{} → {}", parts.join(", "), rule.resource_queue)
 }

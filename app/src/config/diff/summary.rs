@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
-use super::{render, rules, ChangeKind, RawChange, Seg};
+use super::{rules, ChangeKind, RawChange, Seg};
 use crate::config::model::SchedulerConfig;
+use crate::config::place;
 
 /// The summary of `c`, worded for its place in the config.
 pub(super) fn sentence(c: &RawChange, old_cfg: &SchedulerConfig, new_cfg: &SchedulerConfig) -> String {
@@ -28,11 +29,11 @@ pub(super) fn sentence(c: &RawChange, old_cfg: &SchedulerConfig, new_cfg: &Sched
         Seg::Index(i) if noun == "rule" => {
             let rule = new_cfg.rules().get(*i).or_else(|| old_cfg.rules().get(*i));
             match rule {
-                Some(r) => format!("rule [{i}] ({})", rules::describe(r)),
-                None => format!("rule [{i}]"),
+                Some(r) => format!("rule {} ({})", i + 1, rules::describe(r)),
+                None => format!("rule {}", i + 1),
             }
         }
-        Seg::Index(i) => format!("{noun} [{i}]"),
+        Seg::Index(i) => format!("{noun} {}", i + 1),
         Seg::Key(k) => format!("{noun} {k}"),
     };
     let rest = &c.path[2..];
@@ -81,7 +82,7 @@ fn group_flavor(
     match rest {
         [Seg::Key(groups), Seg::Index(g), Seg::Key(flavors)] if groups == "resource_groups" && flavors == "flavors" => {
             (kind == ChangeKind::Reordered).then(|| {
-                format!("{subject}: flavor preference in resource_groups[{g}] {} → {}", names(old), names(new))
+                format!("{subject}: flavor preference in resource group {} {} → {}", g + 1, names(old), names(new))
             })
         }
         [Seg::Key(groups), Seg::Index(g), Seg::Key(flavors), Seg::Name(flavor)]
@@ -91,14 +92,14 @@ fn group_flavor(
                 ChangeKind::Added => "to",
                 _ => "from",
             };
-            Some(format!("{subject}: flavor {flavor} {} {to} resource_groups[{g}]", added_removed(kind)))
+            Some(format!("{subject}: flavor {flavor} {} {to} resource group {}", added_removed(kind), g + 1))
         }
         _ => None,
     }
 }
 
 fn generic(subject: &str, kind: ChangeKind, rest: &[Seg], old: Option<&Value>, new: Option<&Value>) -> String {
-    let at = render(rest);
+    let at = plain(rest);
     match kind {
         ChangeKind::Changed => format!("{subject}: {at} {} → {}", show(old), show(new)),
         ChangeKind::Added if new.is_some_and(is_simple) => format!("{subject}: {at} added ({})", show(new)),
@@ -106,6 +107,31 @@ fn generic(subject: &str, kind: ChangeKind, rest: &[Seg], old: Option<&Value>, n
         ChangeKind::Added | ChangeKind::Removed => format!("{subject}: {at} {}", added_removed(kind)),
         ChangeKind::Reordered => format!("{subject}: order of {at} {} → {}", names(old), names(new)),
     }
+}
+
+/// The rest of a path in words: `selector[0].values` → `condition 1 values`,
+/// `resource_groups[1].covered_resources` → `resource group 2 covered resources`.
+fn plain(rest: &[Seg]) -> String {
+    let mut words: Vec<String> = Vec::new();
+    for (i, seg) in rest.iter().enumerate() {
+        // An item of a list reads as one word with the list: `condition 1`, not `selector 1`.
+        let list = match i.checked_sub(1).map(|p| &rest[p]) {
+            Some(Seg::Key(k)) => Some(place::item_noun(k)),
+            _ => None,
+        };
+        let word = match (seg, list) {
+            (Seg::Key(k), _) => place::field(k).to_string(),
+            (Seg::Index(n), Some(noun)) => format!("{noun} {}", n + 1),
+            (Seg::Name(n), Some(noun)) => format!("{noun} {n}"),
+            (Seg::Index(n), None) => format!("item {}", n + 1),
+            (Seg::Name(n), None) => n.clone(),
+        };
+        if list.is_some() {
+            words.pop();
+        }
+        words.push(word);
+    }
+    words.join(" ")
 }
 
 fn added_removed(kind: ChangeKind) -> &'static str {

@@ -85,14 +85,14 @@ fn flavors_added_and_removed_whole() {
             two_flavors(),
             ChangeKind::Added,
             "flavor ondemand added",
-            "queue research: flavor ondemand added to resource_groups[0]",
+            "queue research: flavor ondemand added to resource group 1",
         ),
         (
             two_flavors(),
             seed_config(),
             ChangeKind::Removed,
             "flavor ondemand removed",
-            "queue research: flavor ondemand removed from resource_groups[0]",
+            "queue research: flavor ondemand removed from resource group 1",
         ),
     ];
     for (old, new, kind, flavor_summary, queue_summary) in cases {
@@ -129,7 +129,7 @@ fn flavor_preference_reorder_is_one_reordered_change() {
         (ChangeKind::Reordered, "resource_queues[research].resource_groups[0].flavors")
     );
     assert_eq!((c.old.clone(), c.new.clone()), (Some(json!(["spot", "ondemand"])), Some(json!(["ondemand", "spot"]))));
-    assert_eq!(c.summary, "queue research: flavor preference in resource_groups[0] spot, ondemand → ondemand, spot");
+    assert_eq!(c.summary, "queue research: flavor preference in resource group 1 spot, ondemand → ondemand, spot");
 }
 
 #[test]
@@ -144,7 +144,7 @@ fn a_pure_rule_reorder_is_shown_as_moves() {
     // Swapping neighbours moves one of them; which one is the diff algorithm's (fixed) choice.
     assert_eq!(c.path, "scheduling_rules[0]");
     assert_eq!((c.old.clone(), c.new.clone()), (Some(json!(1)), Some(json!(0))));
-    assert_eq!(c.summary, "rule → research when team in [ml] moved from [1] to [0]");
+    assert_eq!(c.summary, "rule (team = ml → research) moved from position 2 to 1");
 
     // Rotating all three moves one rule, not three.
     let mut rotated = old.clone();
@@ -169,12 +169,12 @@ fn a_rule_edited_in_place_is_changed_field_by_field() {
             (
                 ChangeKind::Changed,
                 "scheduling_rules[1].selector[0].values",
-                "rule [1] (→ research when team in [ml, cv]): selector[0].values [ml] → [ml, cv]"
+                "rule 2 (team in [ml, cv] → research): condition 1 values [ml] → [ml, cv]"
             ),
             (
                 ChangeKind::Added,
                 "scheduling_rules[1].priority_policy",
-                "rule [1] (→ research when team in [ml, cv]): priority_policy added"
+                "rule 2 (team in [ml, cv] → research): priority policy added"
             ),
         ]
     );
@@ -193,8 +193,8 @@ fn rules_added_and_removed_around_unchanged_ones() {
     assert_eq!(
         got,
         [
-            (ChangeKind::Added, "scheduling_rules[0]", "rule [0] added (→ research when urgent exists)"),
-            (ChangeKind::Removed, "scheduling_rules[1]", "rule [1] removed (→ research when team in [ml])"),
+            (ChangeKind::Added, "scheduling_rules[0]", "rule 1 (urgent exists → research) added"),
+            (ChangeKind::Removed, "scheduling_rules[1]", "rule 2 (team = ml → research) removed"),
         ]
     );
 }
@@ -216,15 +216,15 @@ fn field_changes_in_queues_and_flavors() {
             (
                 ChangeKind::Changed,
                 "resource_flavors[spot].selector[0].operator",
-                "flavor spot: selector[0].operator in → not_in"
+                "flavor spot: condition 1 operator in → not_in"
             ),
             (ChangeKind::Removed, "resource_queues[research].preemption", "queue research: preemption removed"),
             (
                 ChangeKind::Changed,
                 "resource_queues[research].resource_groups[0].covered_resources",
-                "queue research: resource_groups[0].covered_resources [gpu] → [gpu, cpu]"
+                "queue research: resource group 1 covered resources [gpu] → [gpu, cpu]"
             ),
-            (ChangeKind::Added, "resource_queues[research].cohort_name", "queue research: cohort_name added (lab)"),
+            (ChangeKind::Added, "resource_queues[research].cohort_name", "queue research: cohort added (lab)"),
         ]
     );
 }
@@ -247,7 +247,7 @@ fn sections_appearing_and_queue_order() {
         got,
         [
             (ChangeKind::Reordered, "resource_queues", "queue order: a, b → b, a"),
-            (ChangeKind::Added, "scheduling_rules[0]", "rule [0] added (→ a, catch-all)"),
+            (ChangeKind::Added, "scheduling_rules[0]", "rule 1 (any job → a) added"),
         ]
     );
 }

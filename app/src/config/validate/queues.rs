@@ -8,6 +8,11 @@ use super::{list, number, Checker};
 use crate::config::model::*;
 use crate::config::selector;
 
+/// A queue without resource groups: it has quota for nothing, so it can admit no job.
+pub(super) fn covers_nothing(queue: &ResourceQueue) -> bool {
+    queue.resource_groups.as_deref().unwrap_or_default().is_empty()
+}
+
 /// Where in one queue a resource or flavor was first seen: (group index, item index).
 type Seen<'a> = HashMap<&'a str, (usize, usize)>;
 
@@ -27,6 +32,13 @@ impl<'a> Checker<'a> {
             self.warning(&path, format!("no scheduling rule routes jobs to queue `{name}`"));
         }
         self.unique_name(format!("{path}.name"), "queue", name, i, first);
+        // In a cohort, the missing groups are an error already (see `cohorts`).
+        if !super::is_blank(name) && first == Some(i) && covers_nothing(queue) && queue.cohort_name.is_none() {
+            self.warning(
+                &path,
+                format!("queue `{name}` covers no resource (it has no resource group), so every job routed to it is rejected"),
+            );
+        }
         self.cohort_preemption(&path, queue);
         let mut covered = Seen::new();
         let mut flavors = Seen::new();

@@ -52,7 +52,11 @@ impl<'a> Checker<'a> {
                     ),
                 );
             }
-        } else if !self.queue_index.contains_key(queue) {
+        } else if let Some(&q) = self.queue_index.get(queue) {
+            if super::queues::covers_nothing(&self.cfg.queues()[q]) {
+                self.warning(path, format!("queue `{queue}` covers no resource, so every job this rule routes is rejected"));
+            }
+        } else {
             let defined = list(self.queue_index.keys().copied().collect::<std::collections::BTreeSet<_>>());
             self.error(path, format!("no queue named `{queue}` is defined (defined queues: {defined})"));
         }

@@ -100,6 +100,12 @@ const CASES: &[Case] = &[
         &[(Error, "resource_queues[0].resource_groups[0].covered_resources[1]")]),
     ("covered resource twice", |c| groups(c)[0].covered_resources.push("gpu".into()),
         &[(Error, "resource_queues[0].resource_groups[0].covered_resources[1]")]),
+    ("a queue without resource groups, and the rule routing to it", |c| queues(c)[0].resource_groups = None, &[
+        (Warning, "resource_flavors[0]"),
+        (Warning, "resource_queues[0]"),
+        (Warning, "scheduling_rules[0].resource_queue"),
+        (Warning, "scheduling_rules[1].resource_queue"),
+    ]),
     ("group without flavors", |c| groups(c).push(group(&["cpu"], vec![])),
         &[(Error, "resource_queues[0].resource_groups[1].flavors")]),
     ("quota for an uncovered resource", |c| groups(c)[0].flavors[0].resources.as_mut().unwrap().push(quota("cpu", Some(4.0))),
@@ -176,9 +182,9 @@ const CASES: &[Case] = &[
     ("a cohort of two", in_cohort, &[]),
     ("a cohort of one: warned", |c| queues(c)[0].cohort_name = Some("lab".into()), &[(Warning, "resource_queues[0].cohort_name")]),
     ("a cohort needs resource_groups", |c| { in_cohort(c); queues(c)[1].resource_groups = None },
-        &[(Error, "resource_queues[1].cohort_name")]),
+        &[(Error, "resource_queues[1].cohort_name"), (Warning, "scheduling_rules[0].resource_queue")]),
     ("empty resource_groups are none", |c| { in_cohort(c); queues(c)[1].resource_groups = Some(vec![]) },
-        &[(Error, "resource_queues[1].cohort_name")]),
+        &[(Error, "resource_queues[1].cohort_name"), (Warning, "scheduling_rules[0].resource_queue")]),
     ("lending above nominal", |c| { in_cohort(c); spec(c).lending_limit = Some(64.5) }, &[(Error, concat!("resource_queues[0].resource_groups[0].flavors[0].resources[0]", ".lending_limit"))]),
     ("lending equal to nominal", |c| { in_cohort(c); spec(c).lending_limit = Some(64.0) }, &[]),
     ("lending with unlimited nominal (the SDK compares only when both are given)", |c| {
@@ -407,4 +413,34 @@ fn node_info_is_serde_friendly() {
     let n: NodeInfo = serde_json::from_str(r#"{"name": "n1", "capacity": {"gpu": 8}}"#).unwrap();
     assert_eq!(n.capacity["gpu"], 8.0);
     assert!(n.labels.is_empty());
+}
+
+#[test]
+fn problems_name_their_place_in_words() {
+    let mut cfg = base();
+    spec(&mut cfg).nominal_quota = Some(-1.0);
+    let report = validate(&cfg);
+    let p = &report.problems[0];
+    assert_eq!(p.location(), "queue research › resource group 1 › flavor spot › gpu quota");
+    assert_eq!(p.path, format!("{QUOTA}.nominal_quota"));
+    assert_eq!(
+        p.to_string(),
+        format!("error: {QUOTA}.nominal_quota: nominal_quota must not be negative, but is -1 (queue research › resource group 1 › flavor spot › gpu quota)")
+    );
+}
+
+#[test]
+fn a_queue_that_covers_nothing_is_called_dead() {
+    let mut cfg = base();
+    queues(&mut cfg)[0].resource_groups = Some(vec![]);
+    let report = validate(&cfg);
+    let said: Vec<(String, &str)> = report.problems.iter().map(|p| (p.location(), p.message.as_str())).collect();
+    assert!(said.contains(&(
+        "queue research".into(),
+        "queue `research` covers no resource (it has no resource group), so every job routed to it is rejected"
+    )), "{said:?}");
+    assert!(said.contains(&(
+        "rule 1 › target queue".into(),
+        "queue `research` covers no resource, so every job this rule routes is rejected"
+    )), "{said:?}");
 }

@@ -94,6 +94,10 @@ pub struct Draft {
     /// Field ids whose text does not parse (e.g. `abc` as a quota), with the reason. They
     /// block Apply like validation errors, since the config cannot hold them.
     pub unparsed: RwSignal<BTreeMap<String, String>>,
+    /// What the server's nodes say of the draft (flavors selecting no node, quotas above
+    /// what the nodes have), as last fetched; see `Editor::check_capacity`.
+    pub capacity: RwSignal<Vec<Problem>>,
+    /// The browser's own checks plus `capacity`.
     pub report: Memo<Report>,
     pub problems: Memo<ProblemIndex>,
     /// The names of the flavors and queues, for the selects that pick one: a select
@@ -106,9 +110,15 @@ impl Draft {
     /// A draft of `config`, based on version `base`.
     pub fn new(config: SchedulerConfig, base: i64) -> Self {
         let config = RwSignal::new(config);
-        let report = Memo::new(move |_| config.with(validate));
+        let capacity = RwSignal::new(Vec::new());
+        let report = Memo::new(move |_| {
+            let mut report = config.with(validate);
+            report.problems.extend(capacity.get());
+            report
+        });
         Draft {
             config,
+            capacity,
             base: RwSignal::new(base),
             unparsed: RwSignal::new(BTreeMap::new()),
             report,

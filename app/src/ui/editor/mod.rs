@@ -22,7 +22,7 @@ use self::flavors::FlavorsSection;
 use self::queues::QueuesSection;
 use self::rules::RulesSection;
 use self::storage::SavedDraft;
-use super::server_fns::get_config;
+use super::server_fns::{capacity_warnings, get_config};
 use super::widgets::{ErrorBox, Loading, LocalTime};
 use crate::api::ConfigVersion;
 use crate::config::{parse_auto, to_canonical_yaml, Problem, Severity};
@@ -157,6 +157,32 @@ impl Editor {
         });
     }
 
+    /// Asks the server, a moment after each change, what its nodes say of the draft: the
+    /// browser does not know the nodes, the server does. An answer for an older draft is
+    /// dropped.
+    fn check_capacity(self) {
+        let asked = StoredValue::new(0_u64);
+        Effect::new(move |_| {
+            let yaml = self.draft.config.with(to_canonical_yaml);
+            asked.update_value(|n| *n += 1);
+            let ticket = asked.get_value();
+            set_timeout(
+                move || {
+                    if asked.try_get_value() != Some(ticket) {
+                        return;
+                    }
+                    leptos::task::spawn_local(async move {
+                        let found = capacity_warnings(yaml).await.unwrap_or_default();
+                        if asked.try_get_value() == Some(ticket) {
+                            self.draft.capacity.set(found);
+                        }
+                    });
+                },
+                std::time::Duration::from_millis(300),
+            );
+        });
+    }
+
     /// Writes the draft to local storage now (or forgets it when it equals the active one).
     fn save(&self) {
         let saved = self.dirty.get_untracked().then(|| SavedDraft {
@@ -205,6 +231,7 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
     provide_context(ed);
     provide_context(ed.draft);
     ed.persist();
+    ed.check_capacity();
     let discard = move |_| {
         ed.reset_to(ed.active.get_untracked());
         ed.applied.set(None);
@@ -371,11 +398,15 @@ fn ProblemPanel() -> impl IntoView {
                         _ => String::new(),
                     };
                     let path = p.path.clone();
-                    let label = if path.is_empty() { "(document)".to_string() } else { path.clone() };
+                    let label = if path.is_empty() { "(document)".to_string() } else { p.location() };
+                    // The schema path stays at hand for YAML and API users: shown small when
+                    // the label is in words, and as the button's tooltip.
+                    let schema = (!p.place.is_empty()).then(|| view! { <code class="schema-path">{path.clone()}</code> });
+                    let title = format!("Go to the field ({path})");
                     view! {
-                        <li class=class>
-                            <button type="button" class="link path" title="Go to the field"
-                                on:click=move |_| jump_to(ed, &path)><code>{label}</code></button>
+                        <li class=class data-testid="problem">
+                            <button type="button" class="link path" title=title
+                                on:click=move |_| jump_to(ed, &path)>{label}{schema}</button>
                             <span class="message">{p.message.clone()}{place}</span>
                         </li>
                     }

@@ -155,7 +155,7 @@ impl Harness {
     }
 
     fn reason(&self, id: &str) -> String {
-        self.lp.state.waiting.get(id).map(|(_, why)| why.to_string()).or_else(|| self.lp.state.jobs.get(id)?.row.reason.clone()).unwrap_or_default()
+        self.lp.state.waiting.get(id).map(|w| w.reason.to_string()).or_else(|| self.lp.state.jobs.get(id)?.row.reason.clone()).unwrap_or_default()
     }
 
     fn started(&self) -> Vec<String> {

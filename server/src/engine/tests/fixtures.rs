@@ -303,9 +303,10 @@ impl Admission {
     }
 }
 
-/// Expected waiting entry ([`check`] leaves `no_room` out of the comparison).
+/// Expected waiting entry ([`check`] leaves `no_room` and the headline out of the
+/// comparison).
 pub fn wait(job: &str, queue: &str, position: usize, reason: &str) -> PendingInfo {
-    PendingInfo { job: job.into(), queue: queue.into(), position, reason: reason.into(), no_room: false }
+    PendingInfo { job: job.into(), queue: queue.into(), position, reason: reason.into(), headline: "".into(), no_room: false }
 }
 
 /// Expected preemption within `queue`.
@@ -341,7 +342,10 @@ pub fn check(cases: Vec<Case>) {
     for c in &cases {
         let snap = Snapshot { now_ms: 0, config: &c.config, nodes: &c.nodes, running: &c.running, pending: &c.pending, limits: &[] };
         let mut got = schedule(&snap);
-        got.pending.iter_mut().for_each(|p| p.no_room = false);
+        got.pending.iter_mut().for_each(|p| {
+            p.no_room = false;
+            p.headline = "".into();
+        });
         if got != c.want {
             failed.push(format!("case {:?}:\n  got:  {got:#?}\n  want: {:#?}", c.name, c.want));
         }

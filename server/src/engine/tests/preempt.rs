@@ -184,3 +184,23 @@ fn lower_priority_preemption() {
         },
     ]);
 }
+
+/// The headline a waiting job carries beside its full reason: the first flavor's miss in a
+/// person's words, then why preemption does not help.
+#[test]
+fn waiting_jobs_carry_a_headline_built_from_the_same_misses() {
+    let headline = |config: Compiled, nodes: Vec<Node>, running: Vec<RunningJob>, prio: i64, gpus: i64| {
+        let pending = vec![pending("p", "research").prio(prio).req(&[("gpu", gpus)])];
+        let snap = Snapshot { now_ms: 0, config: &config, nodes: &nodes, running: &running, pending: &pending, limits: &[] };
+        let plan = schedule(&snap);
+        let p = plan.pending_info("p").expect("p waits");
+        (p.headline.to_string(), p.reason.to_string())
+    };
+    let (h, full) = headline(gpu_queue(2, Some(LowerPriority)), vec![spot("spot-1", 8)], vec![low("r", 9, 2, 1)], 1, 1);
+    assert_eq!(h, "Waiting for GPU: 2 of 2 in use in research; nothing of lower priority to preempt");
+    assert_eq!(full, "queue research: flavor spot: gpu quota 2, in use 2, requested 1; no running job below priority 1 left to preempt");
+    let (h, _) = headline(gpu_queue(8, None), vec![spot("spot-1", 8)], vec![low("r", 9, 2, 1)], 1, 8);
+    assert_eq!(h, "Waiting for GPU: 2 of 8 in use in research");
+    let (h, _) = headline(gpu_queue(8, None), vec![node("cpu-1").label("market", "ondemand").cap(&[("gpu", 8)])], vec![], 1, 1);
+    assert_eq!(h, "Waiting for a node: none matches flavor spot");
+}

@@ -261,7 +261,7 @@ mod tests {
 
     #[test]
     fn finished_reads_by_outcome() {
-        let e = |message: &str| Event { seq: 1, at: Utc::now(), kind: "finished".into(), job_id: None, queue: None, flavor: None, node: None, config_version: None, rule_index: None, message: message.into(), detail: Value::Null };
+        let e = |message: &str| Event { seq: 1, at: Utc::now(), kind: "finished".into(), job_id: None, queue: None, flavor: None, node: None, config_version: None, rule_index: None, message: message.into(), detail: Value::Null, job_name: None };
         assert_eq!(classify(&e("succeeded")), ("REQUEST_RELEASED", "INFO"));
         assert_eq!(classify(&e("exited with code 2")), ("REQUEST_FAILED", "ERROR"));
     }

@@ -248,6 +248,7 @@ mod tests {
             finished_at: None,
             exit_code: None,
             reason: None,
+            reason_headline: None,
             position: None,
             outputs: vec![],
             after_ok: vec![],
@@ -316,6 +317,7 @@ mod tests {
             rule_index: None,
             message: "preempted by j-2 (priority 9 > 0)".into(),
             detail: Value::Null,
+            job_name: None,
         }];
         let m = details(&j).message.unwrap();
         assert!(m.starts_with("Run 1 was STOPPED by Berth (preempted by j-2 (priority 9 > 0)) and the job was requeued; waiting"), "{m}");

@@ -127,6 +127,22 @@ impl std::fmt::Debug for Runtime {
 }
 
 
+/// The nodes the backends know (drained ones included: what submissions are checked
+/// against), for the config checks.
+fn node_source(shared: Arc<RwLock<Shared>>) -> crate::services::config::NodeSource {
+    Arc::new(move || {
+        let known = shared.read().unwrap_or_else(|e| e.into_inner()).known.clone();
+        known
+            .iter()
+            .map(|n| app::config::NodeInfo {
+                name: n.id.to_string(),
+                labels: n.labels.clone(),
+                capacity: n.capacity.iter().map(|(k, v)| (k.to_string(), v.as_f64())).collect(),
+            })
+            .collect()
+    })
+}
+
 impl Runtime {
     /// Recovers unfinished jobs and starts the admission loop on the current tokio runtime.
     pub async fn start(
@@ -139,6 +155,7 @@ impl Runtime {
         metrics: Arc<Metrics>,
     ) -> anyhow::Result<Runtime> {
         let shared = Arc::new(RwLock::new(Shared::of(&backends)));
+        config.know_nodes(node_source(shared.clone()));
         let (tx, rx) = mpsc::unbounded_channel();
         let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.subscribe(), rx, exits, Arc::new(SystemClock));
         lp.metrics = metrics.clone();
@@ -412,9 +429,8 @@ impl Runtime {
         let mut job = row.to_job();
         if job.state == JobState::Pending {
             let key = id.to_string();
-            if let Some((pos, why)) = self.ask(move |s| s.waiting.get(key.as_str())).await? {
-                job.position = (pos > 0).then_some(pos);
-                job.reason = Some(why.to_string());
+            if let Some(wait) = self.ask(move |s| s.waiting.get(key.as_str())).await? {
+                wait.tell(&mut job);
             }
         }
         job.dependents = self.store.dependents(&id).await?;
@@ -431,9 +447,8 @@ impl Runtime {
             let infos = self.ask(move |s| ids.iter().map(|id| s.waiting.get(id.as_str())).collect::<Vec<_>>()).await?;
             let mut infos = infos.into_iter();
             for job in page.jobs.iter_mut().filter(|j| j.state == JobState::Pending) {
-                if let Some(Some((pos, why))) = infos.next() {
-                    job.position = (pos > 0).then_some(pos);
-                    job.reason = Some(why.to_string());
+                if let Some(Some(wait)) = infos.next() {
+                    wait.tell(job);
                 }
             }
         }

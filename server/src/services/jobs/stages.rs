@@ -43,6 +43,7 @@ impl Runtime {
                 status: seed_status(row.state).into(),
                 state: row.state,
                 return_code: row.exit_code,
+                reason: row.reason.clone().filter(|_| row.state == JobState::Rejected),
                 stdout,
                 stderr,
                 outputs,

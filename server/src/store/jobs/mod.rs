@@ -140,6 +140,7 @@ impl JobRow {
             finished_at: self.finished_at_us.map(time_of),
             exit_code: self.exit_code,
             reason: self.reason.clone(),
+            reason_headline: None,
             position: None,
             outputs: self.spec.outputs.clone(),
             after_ok: self.spec.after_ok.clone(),
@@ -185,7 +186,9 @@ const JOB_COLUMNS: &str = "id, name, submitter, stage_id, state, spec_json, queu
     submitted_at_us, enqueued_at_us, runs, retries, retry_at_us, flavors_json, node, backend, handle, admitted_at_us, \
     started_at_us, finished_at_us, exit_code, reason, seq";
 
-const EVENT_COLUMNS: &str = "seq, at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json";
+/// The last column is the name of the event's job, so pages show names next to ids.
+const EVENT_COLUMNS: &str = "seq, at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json, \
+     (SELECT j.name FROM jobs j WHERE j.id = events.job_id) AS job_name";
 
 /// Rows per multi-row `INSERT`: well under both engines' limit on bound parameters
 /// (SQLite 32,766, PostgreSQL 65,535) at 14 per job.

@@ -237,5 +237,6 @@ pub(super) fn event_from_row(row: &AnyRow) -> Result<Event> {
         rule_index: row.try_get(8)?,
         message: row.try_get(9)?,
         detail: detail.and_then(|d| serde_json::from_str(&d).ok()).unwrap_or(serde_json::Value::Null),
+        job_name: row.try_get(11)?,
     })
 }
