@@ -1,76 +1,94 @@
 //! Charts described with charming on the server. The browser only hands the option to
-//! ECharts (served from `/pkg`), so the wasm bundle carries no chart model.
+//! ECharts (served from `/pkg`), so the wasm bundle carries no chart model. Each chart comes
+//! with its legend, drawn by the page, and the names of the series it left out.
 
-use std::collections::BTreeMap;
+mod usage;
+mod waits;
 
 use charming::component::{Axis, Grid, Legend};
 use charming::datatype::DataPoint;
-use charming::element::{AreaStyle, AxisType, ItemStyle, LineStyle, LineStyleType, Tooltip, Trigger};
-use charming::series::{Bar, Line};
+use charming::element::{AxisType, Color, ItemStyle, Tooltip, Trigger};
+use charming::series::Bar;
 use charming::Chart;
+use serde_json::{json, Value};
 
-use crate::api::ChartData;
-use crate::jobs::History;
+use crate::api::{ChartData, LegendEntry};
 use crate::preview::PreviewReport;
 
-/// The palette, in series order: readable on white and told apart by people with common
-/// colour-vision deficiencies.
-const PALETTE: [&str; 8] = ["#2457c5", "#e07b00", "#1d7a46", "#b42318", "#7a3fb0", "#0f8b9e", "#8a5a00", "#5b6678"];
+pub use usage::{usage, Capacity};
+pub use waits::{admissions, waits};
 
-/// Usage over time. Unstacked: per queue × flavor × resource, a solid step line of use and a
-/// dashed one of the nominal quota (absent when unlimited). Stacked: one area per queue,
-/// summed per flavor × resource, for "who holds this flavor".
-pub fn usage(history: &History, stacked: bool) -> ChartData {
-    let mut series: BTreeMap<String, (Vec<DataPoint>, Vec<DataPoint>)> = BTreeMap::new();
-    for s in &history.samples {
-        let name = if stacked { s.queue.clone() } else { format!("{} · {} · {}", s.queue, s.flavor, s.resource) };
-        let t = s.at.timestamp_millis() as f64;
-        let entry = series.entry(name).or_default();
-        entry.0.push(DataPoint::from(vec![t, s.used]));
-        if let (false, Some(n)) = (stacked, s.nominal) {
-            entry.1.push(DataPoint::from(vec![t, n]));
-        }
+/// The palette, in series order: readable on white and told apart by people with common
+/// colour-vision deficiencies. No red: red is for trouble.
+const PALETTE: [&str; 8] = ["#2457c5", "#e07b00", "#1d7a46", "#c2185b", "#7a3fb0", "#0f8b9e", "#8a5a00", "#5b6678"];
+
+/// The quota of the series of the same index: a darker shade of its hue, drawn dashed, so a
+/// quota is told from its usage by colour and by dash, and still read as its pair.
+const QUOTA_PALETTE: [&str; 8] = ["#0d2b6e", "#7a4200", "#0b3d21", "#6d0e33", "#3d1a5e", "#064650", "#453000", "#1f2530"];
+
+/// The colour of a capacity line (drawn dotted).
+const CAPACITY_COLOUR: &str = "#1d2433";
+
+/// How a chart names a resource, and the unit on its axis: `cpu` is "CPU" counted in CPUs,
+/// `memory_gb` is "Memory" in GB; any other resource is named and counted as itself.
+pub fn resource_words(resource: &str) -> (String, String) {
+    match resource {
+        "cpu" => ("CPU".into(), "CPUs".into()),
+        "gpu" => ("GPU".into(), "GPUs".into()),
+        "memory_gb" | "memory" => ("Memory".into(), "GB".into()),
+        other => (other.to_string(), other.to_string()),
     }
-    let points = history.samples.len();
-    // A range that starts before the first sample (a young server, a new queue) starts at the
-    // first sample instead, so the data is not squeezed into the right edge.
-    let first = history.samples.iter().map(|s| s.at.timestamp_millis()).min();
-    let since = history.since.timestamp_millis();
-    let x_min = first.map_or(since, |f| since.max(f - (history.step_s * 1000.0) as i64));
-    let mut chart = Chart::new()
-        .color(PALETTE.iter().map(|c| charming::element::Color::from(*c)).collect::<Vec<_>>())
+}
+
+/// Where resources come in a list of charts: CPU, GPU, memory, then the rest by name.
+fn resource_rank(resource: &str) -> (u8, &str) {
+    match resource {
+        "cpu" => (0, ""),
+        "gpu" => (1, ""),
+        "memory_gb" | "memory" => (2, ""),
+        other => (3, other),
+    }
+}
+
+/// A chart with a time axis that spans exactly `[since_ms, until_ms]`, the y axis named by
+/// `unit`, and no legend of its own (the page draws it).
+fn time_chart(since_ms: i64, until_ms: i64, unit: &str) -> Chart {
+    Chart::new()
         .tooltip(Tooltip::new().trigger(Trigger::Axis))
-        .legend(Legend::new().type_(charming::component::LegendType::Scroll).top(0))
-        .grid(Grid::new().left(48).right(24).top(36).bottom(32).contain_label(true))
-        .x_axis(Axis::new().type_(AxisType::Time).min(x_min).max(history.until.timestamp_millis()).split_number(4))
-        .y_axis(Axis::new().type_(AxisType::Value).name("in use"));
-    for (i, (name, (used, nominal))) in series.into_iter().enumerate() {
-        let colour = PALETTE[i % PALETTE.len()];
-        let mut line = Line::new()
-            .name(name.clone())
-            .show_symbol(false)
-            .step(charming::element::Step::End)
-            .item_style(ItemStyle::new().color(colour))
-            .line_style(LineStyle::new().color(colour).width(2))
-            .data(used);
-        if stacked {
-            line = line.stack("usage").area_style(AreaStyle::new().opacity(0.35));
-        }
-        chart = chart.series(line);
-        if !nominal.is_empty() {
-            chart = chart.series(
-                Line::new()
-                    .name(format!("{name} quota"))
-                    .show_symbol(false)
-                    .step(charming::element::Step::End)
-                    .item_style(ItemStyle::new().color(colour))
-                    .line_style(LineStyle::new().type_(LineStyleType::Dashed).color(colour).width(1))
-                    .data(nominal),
-            );
+        .legend(Legend::new())
+        .grid(Grid::new().left(8).right(20).top(32).bottom(8).contain_label(true))
+        .x_axis(Axis::new().type_(AxisType::Time).min(since_ms).max(until_ms).split_number(4))
+        .y_axis(Axis::new().type_(AxisType::Value).name(unit))
+}
+
+/// The option as JSON, with what charming does not describe: the legend hidden (its
+/// selection still toggles series), time labels that skip rather than overlap, and the
+/// axis name aligned over the labels rather than cut at the edge.
+fn finish(chart: &Chart) -> String {
+    let mut option = serde_json::to_value(chart).unwrap_or_else(|_| json!({}));
+    if let Some(o) = option.as_object_mut() {
+        o.insert("legend".into(), json!({ "show": false }));
+        o.insert("animation".into(), json!(false));
+        for axis in ["xAxis", "yAxis"] {
+            for a in axes(o.get_mut(axis)) {
+                a["axisLabel"] = json!({ "hideOverlap": true });
+                a["nameTextStyle"] = json!({ "align": "left" });
+            }
         }
     }
-    let option = serde_json::to_string(&chart).unwrap_or_else(|_| "{}".into());
-    ChartData { option, points, step_s: history.step_s }
+    option.to_string()
+}
+
+fn axes(v: Option<&mut Value>) -> Vec<&mut Value> {
+    match v {
+        Some(Value::Array(list)) => list.iter_mut().collect(),
+        Some(v @ Value::Object(_)) => vec![v],
+        _ => Vec::new(),
+    }
+}
+
+fn entry(name: &str, colour: &str, dashed: bool) -> LegendEntry {
+    LegendEntry { name: name.to_string(), colour: colour.to_string(), dashed }
 }
 
 /// Wait p95 per queue in a preview, the active config's bar beside the draft's, in seconds.
@@ -82,6 +100,7 @@ pub fn preview_waits(report: &PreviewReport, label: impl Fn(&crate::preview::Que
         Bar::new().name(name).item_style(ItemStyle::new().color(colour)).data(values.into_iter().map(DataPoint::from).collect())
     };
     let chart = Chart::new()
+        .color(PALETTE.iter().map(|c| Color::from(*c)).collect::<Vec<_>>())
         .tooltip(Tooltip::new().trigger(Trigger::Axis))
         .legend(Legend::new().top(0))
         .grid(Grid::new().left(48).right(16).top(32).bottom(24).contain_label(true))
@@ -90,5 +109,5 @@ pub fn preview_waits(report: &PreviewReport, label: impl Fn(&crate::preview::Que
         .series(bar("active", PALETTE[0], rows.iter().map(|q| q.active.wait_p95_s.unwrap_or(0.0)).collect()))
         .series(bar("draft", PALETTE[1], rows.iter().map(|q| q.draft.wait_p95_s.unwrap_or(0.0)).collect()));
     let option = serde_json::to_string(&chart).unwrap_or_else(|_| "{}".into());
-    ChartData { option, points: rows.len() * 2, step_s: 0.0 }
+    ChartData { option, points: rows.len() * 2, ..Default::default() }
 }
