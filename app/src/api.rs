@@ -149,10 +149,10 @@ pub struct ChartData {
     pub caption: String,
 }
 
-/// One series in a chart's legend: its name, colour and whether it is drawn dashed.
+/// One series in a chart's legend: its name, colour and line (`solid`, `dashed`, `dotted`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LegendEntry {
     pub name: String,
     pub colour: String,
-    pub dashed: bool,
+    pub line: String,
 }

@@ -62,7 +62,7 @@ pub fn AccountingPage() -> impl IntoView {
                     <div class="field"><label for="u-label">"Label key"</label><input id="u-label" placeholder="team" prop:value=move || value("label") on:change=set("label")/></div>
                 </Show>
                 <div class="field">
-                    <label for="u-range">"Jobs that ended in the"</label>
+                    <label for="u-range">"Ended in the"</label>
                     <select id="u-range" on:change=set("range")>{move || options(&RANGES, &range())}</select>
                 </div>
                 <Show when=move || range() == "custom">
@@ -136,7 +136,8 @@ fn UsageTable(report: UsageReport) -> impl IntoView {
 #[component]
 fn UsageLine(r: UsageRow) -> impl IntoView {
     let wait = |w: Option<f64>| w.map(duration).unwrap_or_else(|| "–".into());
-    let hours = |h: f64| amount((h * 100.0).round() / 100.0);
+    // Two decimals; a little use is said as such, not rounded to nothing.
+    let hours = |h: f64| if h > 0.0 && h < 0.005 { "< 0.01".to_string() } else { amount((h * 100.0).round() / 100.0) };
     view! {
         <tr data-testid="usage-row" data-group=r.group.clone()>
             <th scope="row">{r.group.clone()}</th>

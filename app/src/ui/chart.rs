@@ -53,7 +53,8 @@ pub fn Chart(#[prop(into)] data: Signal<Option<ChartData>>, label: String, #[pro
     let field = move |f: fn(&ChartData) -> String| move || data.with(|d| d.as_ref().map(f).unwrap_or_default());
     let empty = move || data.with(|d| d.as_ref().is_some_and(|d| d.points == 0));
     let hidden = move || data.with(|d| d.as_ref().map(|d| d.hidden.clone()).unwrap_or_default());
-    let legend = move || data.with(|d| d.as_ref().map(|d| d.legend.clone()).unwrap_or_default());
+    // An empty chart's note says it all: no legend, no caption.
+    let legend = move || data.with(|d| d.as_ref().filter(|d| d.points > 0).map(|d| d.legend.clone()).unwrap_or_default());
     let toggle = move |name: String| {
         off.update(|o| if let Some(i) = o.iter().position(|n| *n == name) { o.remove(i); } else { o.push(name.clone()); });
         #[cfg(feature = "hydrate")]
@@ -74,7 +75,7 @@ pub fn Chart(#[prop(into)] data: Signal<Option<ChartData>>, label: String, #[pro
                 {move || legend().into_iter().map(|e| {
                     let name = e.name.clone();
                     let n2 = name.clone();
-                    let style = format!("border-top-color: {}; border-top-style: {}", e.colour, if e.dashed { "dashed" } else { "solid" });
+                    let style = format!("border-top-color: {}; border-top-style: {}", e.colour, e.line);
                     view! {
                         <li><button type="button" class="legend-item" aria-pressed=move || (!off.with(|o| o.contains(&n2))).to_string()
                             title="Show or hide this series" on:click=move |_| toggle(name.clone())>
@@ -86,7 +87,7 @@ pub fn Chart(#[prop(into)] data: Signal<Option<ChartData>>, label: String, #[pro
             <Show when=move || !hidden().is_empty()>
                 <p class="hint" data-testid="chart-hidden">{move || format!("Not drawn, nothing in use over the range: {}.", hidden().join(", "))}</p>
             </Show>
-            <Show when=move || data.with(|d| d.as_ref().is_some_and(|d| !d.caption.is_empty()))>
+            <Show when=move || data.with(|d| d.as_ref().is_some_and(|d| d.points > 0 && !d.caption.is_empty()))>
                 <p class="hint" data-testid="chart-caption">{field(|d| d.caption.clone())}</p>
             </Show>
         </figure>

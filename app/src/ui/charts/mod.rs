@@ -7,7 +7,7 @@ mod waits;
 
 use charming::component::{Axis, Grid, Legend};
 use charming::datatype::DataPoint;
-use charming::element::{AxisType, Color, ItemStyle, Tooltip, Trigger};
+use charming::element::{AxisType, Color, ItemStyle, LineStyleType, Tooltip, Trigger};
 use charming::series::Bar;
 use charming::Chart;
 use serde_json::{json, Value};
@@ -27,7 +27,7 @@ const PALETTE: [&str; 8] = ["#2457c5", "#e07b00", "#1d7a46", "#c2185b", "#7a3fb0
 const QUOTA_PALETTE: [&str; 8] = ["#0d2b6e", "#7a4200", "#0b3d21", "#6d0e33", "#3d1a5e", "#064650", "#453000", "#1f2530"];
 
 /// The colour of a capacity line (drawn dotted).
-const CAPACITY_COLOUR: &str = "#1d2433";
+const CAPACITY_COLOUR: &str = "#5b6678";
 
 /// How a chart names a resource, and the unit on its axis: `cpu` is "CPU" counted in CPUs,
 /// `memory_gb` is "Memory" in GB; any other resource is named and counted as itself.
@@ -87,8 +87,13 @@ fn axes(v: Option<&mut Value>) -> Vec<&mut Value> {
     }
 }
 
-fn entry(name: &str, colour: &str, dashed: bool) -> LegendEntry {
-    LegendEntry { name: name.to_string(), colour: colour.to_string(), dashed }
+fn entry(name: &str, colour: &str, line: LineStyleType) -> LegendEntry {
+    let line = match line {
+        LineStyleType::Solid => "solid",
+        LineStyleType::Dashed => "dashed",
+        LineStyleType::Dotted => "dotted",
+    };
+    LegendEntry { name: name.to_string(), colour: colour.to_string(), line: line.into() }
 }
 
 /// Wait p95 per queue in a preview, the active config's bar beside the draft's, in seconds.

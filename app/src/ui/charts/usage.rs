@@ -70,32 +70,33 @@ fn empty_chart(history: &History, resource: &str) -> ChartData {
 
 /// Per queue × flavor: use (solid) and quota (dashed, darker), all-zero ones left out.
 fn lines_chart(history: &History, resource: &str, samples: &[&Sample]) -> ChartData {
-    let mut series: BTreeMap<String, (Vec<DataPoint>, Vec<DataPoint>, bool)> = BTreeMap::new();
+    let mut series: BTreeMap<String, (Vec<(i64, f64)>, Vec<(i64, f64)>, bool)> = BTreeMap::new();
     for s in samples {
         let e = series.entry(format!("{} · {}", s.queue, s.flavor)).or_default();
-        let t = s.at.timestamp_millis() as f64;
-        e.0.push(DataPoint::from(vec![t, s.used]));
+        let t = s.at.timestamp_millis();
+        e.0.push((t, s.used));
         if let Some(n) = s.nominal {
-            e.1.push(DataPoint::from(vec![t, n]));
+            e.1.push((t, n));
         }
         e.2 |= s.used != 0.0;
     }
     let (title, unit) = resource_words(resource);
     let mut chart = time_chart(history.since.timestamp_millis(), history.until.timestamp_millis(), &unit);
     let (mut legend, mut hidden, mut points) = (Vec::new(), Vec::new(), 0);
+    let until = history.until.timestamp_millis();
     for (name, (used, nominal, any_use)) in series {
         if !any_use {
             hidden.push(name);
             continue;
         }
-        let i = legend.iter().filter(|e: &&LegendEntry| !e.dashed).count() % PALETTE.len();
+        let i = legend.iter().filter(|e: &&LegendEntry| e.line == "solid").count() % PALETTE.len();
         points += used.len();
-        chart = chart.series(step_line(&name, PALETTE[i], LineStyleType::Solid, 2.0).data(used));
-        legend.push(entry(&name, PALETTE[i], false));
+        chart = chart.series(step_line(&name, PALETTE[i], LineStyleType::Solid, 2.0).data(to_end(used, until)));
+        legend.push(entry(&name, PALETTE[i], LineStyleType::Solid));
         if !nominal.is_empty() {
             let quota = format!("{name} quota");
-            chart = chart.series(step_line(&quota, QUOTA_PALETTE[i], LineStyleType::Dashed, 2.0).data(nominal));
-            legend.push(entry(&quota, QUOTA_PALETTE[i], true));
+            chart = chart.series(step_line(&quota, QUOTA_PALETTE[i], LineStyleType::Dashed, 2.0).data(to_end(nominal, until)));
+            legend.push(entry(&quota, QUOTA_PALETTE[i], LineStyleType::Dashed));
         }
     }
     finished(history, chart, title, legend, hidden, points)
@@ -132,22 +133,23 @@ fn stacked_chart(history: &History, resource: &str, samples: &[&Sample], capacit
             continue;
         }
         let colour = PALETTE[legend.len() % PALETTE.len()];
-        let data: Vec<DataPoint> = filled.iter().map(|(b, (u, _))| DataPoint::from(vec![grid.time(*b) as f64, *u])).collect();
+        let data: Vec<(i64, f64)> = filled.iter().map(|(b, (u, _))| (grid.time(*b), *u)).collect();
         points += data.len();
+        let data = to_end(data, until);
         chart = chart.series(step_line(queue, colour, LineStyleType::Solid, 1.0).stack("usage").area_style(AreaStyle::new().opacity(0.45)).data(data));
-        legend.push(entry(queue, colour, false));
+        legend.push(entry(queue, colour, LineStyleType::Solid));
     }
     if points > 0 && quota_sum.values().any(|q| *q > 0.0) {
         let name = if unlimited { "quota (sum of the limited queues)" } else { "quota (sum of the queues)" };
-        let data: Vec<DataPoint> = quota_sum.iter().map(|(b, n)| DataPoint::from(vec![grid.time(*b) as f64, *n])).collect();
-        chart = chart.series(step_line(name, QUOTA_PALETTE[0], LineStyleType::Dashed, 2.0).data(data));
-        legend.push(entry(name, QUOTA_PALETTE[0], true));
+        let data = to_end(quota_sum.iter().map(|(b, n)| (grid.time(*b), *n)).collect(), until);
+        chart = chart.series(step_line(name, QUOTA_PALETTE[3], LineStyleType::Dashed, 2.0).data(data));
+        legend.push(entry(name, QUOTA_PALETTE[3], LineStyleType::Dashed));
     }
     if let (true, Some(cap)) = (points > 0, capacity) {
         let name = "capacity (nodes now)";
         let data = vec![DataPoint::from(vec![since as f64, cap]), DataPoint::from(vec![until as f64, cap])];
         chart = chart.series(step_line(name, CAPACITY_COLOUR, LineStyleType::Dotted, 2.0).data(data));
-        legend.push(entry(name, CAPACITY_COLOUR, true));
+        legend.push(entry(name, CAPACITY_COLOUR, LineStyleType::Dotted));
     }
     finished(history, chart, title, legend, hidden, points)
 }
@@ -186,6 +188,17 @@ fn carry_forward(cells: &BTreeMap<i64, (f64, Option<f64>)>, buckets: &BTreeSet<i
             (*b, last)
         })
         .collect()
+}
+
+/// The points for ECharts, the last value carried on to `until_ms`: samples are written when
+/// use changes (and periodically while anything is in use), so no sample since means no change.
+fn to_end(mut points: Vec<(i64, f64)>, until_ms: i64) -> Vec<DataPoint> {
+    if let Some(&(t, v)) = points.last() {
+        if t < until_ms {
+            points.push((until_ms, v));
+        }
+    }
+    points.into_iter().map(|(t, v)| DataPoint::from(vec![t as f64, v])).collect()
 }
 
 fn step_line(name: &str, colour: &str, dash: LineStyleType, width: f64) -> Line {

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use charming::datatype::DataPoint;
-use charming::element::{ItemStyle, LineStyle, LineStyleType};
-use charming::series::{Bar, Line};
+use charming::element::{AreaStyle, ItemStyle, LineStyle, LineStyleType, Step};
+use charming::series::Line;
 
 use super::{entry, finish, time_chart, PALETTE, QUOTA_PALETTE};
 use crate::api::ChartData;
@@ -77,26 +77,41 @@ pub fn waits(a: &Admissions) -> ChartData {
         points: p50.len() + p95.len(),
         step_s: step(a).0 as f64 / 1000.0,
         title: "Waiting time before admission".into(),
-        legend: vec![entry("median (p50)", PALETTE[0], false), entry("p95", QUOTA_PALETTE[3], true)],
+        legend: vec![entry("median (p50)", PALETTE[0], LineStyleType::Solid), entry("p95", QUOTA_PALETTE[3], LineStyleType::Dashed)],
         empty: "No job of this queue was admitted in this range.".into(),
         caption,
         ..Default::default()
     }
 }
 
-/// Jobs admitted per step, as bars.
+/// Jobs admitted per step, every step of the range drawn (none is 0) as a filled step line
+/// (bars on a time axis widen the axis beyond the range).
 pub fn admissions(a: &Admissions) -> ChartData {
     let (step_ms, step_name) = step(a);
-    let counts: Vec<DataPoint> = by_step(a).iter().map(|(t, w)| DataPoint::from(vec![*t as f64, w.len() as f64])).collect();
+    let (since, until) = (a.since.timestamp_millis(), a.until.timestamp_millis());
+    let mut counts: BTreeMap<i64, f64> = (0..).map(|i| since + i * step_ms).take_while(|t| *t < until).map(|t| (t, 0.0)).collect();
+    for x in &a.admissions {
+        *counts.entry(since + (x.at.timestamp_millis() - since).div_euclid(step_ms) * step_ms).or_default() += 1.0;
+    }
+    // Each step's count holds from its start to the next; the last one's to the range's end.
+    let last = counts.values().last().copied().unwrap_or(0.0);
+    let data: Vec<DataPoint> = counts.iter().map(|(t, n)| (*t, *n)).chain([(until, last)]).map(|(t, n)| DataPoint::from(vec![t as f64, n])).collect();
     let name = format!("jobs admitted per {step_name}");
-    let bars = Bar::new().name(name.as_str()).item_style(ItemStyle::new().color(PALETTE[2])).data(counts.clone());
-    let chart = time_chart(a.since.timestamp_millis(), a.until.timestamp_millis(), &format!("jobs per {step_name}")).series(bars);
+    let line = Line::new()
+        .name(name.as_str())
+        .show_symbol(false)
+        .step(Step::End)
+        .item_style(ItemStyle::new().color(PALETTE[2]))
+        .line_style(LineStyle::new().color(PALETTE[2]).width(1))
+        .area_style(AreaStyle::new().opacity(0.5))
+        .data(data);
+    let chart = time_chart(since, until, &format!("jobs per {step_name}")).series(line);
     ChartData {
         option: finish(&chart),
-        points: counts.len(),
+        points: a.admissions.len().min(counts.len()),
         step_s: step_ms as f64 / 1000.0,
         title: format!("Admissions per {step_name}"),
-        legend: vec![entry(&name, PALETTE[2], false)],
+        legend: vec![entry(&name, PALETTE[2], LineStyleType::Solid)],
         empty: "No job of this queue was admitted in this range.".into(),
         caption: format!("{} admitted in the range.", a.admissions.len()),
         ..Default::default()
@@ -152,7 +167,8 @@ mod tests {
         let counts = admissions(&a);
         assert_eq!(counts.title, "Admissions per hour");
         let data: Vec<f64> = series(&counts)[0]["data"].as_array().unwrap().iter().map(|p| p[1].as_f64().unwrap()).collect();
-        assert_eq!(data, vec![2.0, 1.0]);
+        assert_eq!(data.len(), 25, "every hour of the day, and the end of the range");
+        assert_eq!(&data[..3], &[2.0, 0.0, 1.0]);
         let w = waits(&a);
         let option: Value = serde_json::from_str(&w.option).unwrap();
         assert_eq!(option["yAxis"]["name"], "minutes");

@@ -41,10 +41,11 @@ fn a_quota_has_its_own_colour_and_dash() {
     let (used, quota) = (&series[0], &series[1]);
     assert_eq!(used["name"], "a · local");
     assert_eq!(quota["name"], "a · local quota");
+    assert_eq!(quota["data"][1], serde_json::json!([start().timestamp_millis() as f64 + 3_600_000.0, 2.0]), "carried on to the end");
     assert_ne!(used["lineStyle"]["color"], quota["lineStyle"]["color"]);
     assert_eq!(quota["lineStyle"]["type"], "dashed");
     assert_ne!(used["lineStyle"]["type"], "dashed");
-    assert_eq!(charts[0].legend.iter().map(|e| (e.name.as_str(), e.dashed)).collect::<Vec<_>>(), vec![("a · local", false), ("a · local quota", true)]);
+    assert_eq!(charts[0].legend.iter().map(|e| (e.name.as_str(), e.line.as_str())).collect::<Vec<_>>(), vec![("a · local", "solid"), ("a · local quota", "dashed")]);
 }
 
 #[test]
@@ -93,10 +94,12 @@ fn the_stack_shares_its_steps_and_carries_quota_and_capacity_lines() {
         s["data"].as_array().unwrap().iter().map(|p| (p[0].as_f64().unwrap() as i64, p[1].as_f64().unwrap())).collect()
     };
     let t0 = start().timestamp_millis();
-    assert_eq!(data("a"), vec![(t0, 1.0), (t0 + 12_000, 2.0)]);
-    assert_eq!(data("b"), vec![(t0, 2.0), (t0 + 12_000, 2.0)]);
+    // Each carried on to the end of the range: no sample since means no change.
+    let end = t0 + 3_600_000;
+    assert_eq!(data("a"), vec![(t0, 1.0), (t0 + 12_000, 2.0), (end, 2.0)]);
+    assert_eq!(data("b"), vec![(t0, 2.0), (t0 + 12_000, 2.0), (end, 2.0)]);
     assert_eq!(series.iter().find(|s| s["name"] == "a").unwrap()["stack"], "usage");
-    assert_eq!(data("quota (sum of the queues)"), vec![(t0, 6.0), (t0 + 12_000, 6.0)]);
+    assert_eq!(data("quota (sum of the queues)"), vec![(t0, 6.0), (t0 + 12_000, 6.0), (end, 6.0)]);
     assert_eq!(data("capacity (nodes now)"), vec![(t0, 8.0), (t0 + 3_600_000, 8.0)]);
     assert_eq!(charts[0].hidden, vec!["idle"]);
 }
