@@ -68,24 +68,32 @@ fn empty_chart(history: &History, resource: &str) -> ChartData {
     }
 }
 
+/// One queue × flavor's samples: use, quota, and whether it was ever in use.
+#[derive(Default)]
+struct Points {
+    used: Vec<(i64, f64)>,
+    quota: Vec<(i64, f64)>,
+    in_use: bool,
+}
+
 /// Per queue × flavor: use (solid) and quota (dashed, darker), all-zero ones left out.
 fn lines_chart(history: &History, resource: &str, samples: &[&Sample]) -> ChartData {
-    let mut series: BTreeMap<String, (Vec<(i64, f64)>, Vec<(i64, f64)>, bool)> = BTreeMap::new();
+    let mut series: BTreeMap<String, Points> = BTreeMap::new();
     for s in samples {
         let e = series.entry(format!("{} · {}", s.queue, s.flavor)).or_default();
         let t = s.at.timestamp_millis();
-        e.0.push((t, s.used));
+        e.used.push((t, s.used));
         if let Some(n) = s.nominal {
-            e.1.push((t, n));
+            e.quota.push((t, n));
         }
-        e.2 |= s.used != 0.0;
+        e.in_use |= s.used != 0.0;
     }
     let (title, unit) = resource_words(resource);
     let mut chart = time_chart(history.since.timestamp_millis(), history.until.timestamp_millis(), &unit);
     let (mut legend, mut hidden, mut points) = (Vec::new(), Vec::new(), 0);
     let until = history.until.timestamp_millis();
-    for (name, (used, nominal, any_use)) in series {
-        if !any_use {
+    for (name, Points { used, quota: nominal, in_use }) in series {
+        if !in_use {
             hidden.push(name);
             continue;
         }
