@@ -86,6 +86,15 @@ test('usage vs quota: the whole range, live, units, distinct quota lines, idle s
   assert.equal(cpu.legendShown, false);
   assert.deepEqual(await box.locator('[data-testid=chart-legend] li').allTextContents(), ['busy · local', 'busy · local quota']);
   await screenshotBoth(page, 'history');
+  // A legend entry hides its series, and shows it again.
+  const entry = box.getByRole('button', { name: 'busy · local quota' });
+  const selected = () => page.evaluate(() => window.echarts.getInstanceByDom(document.querySelector('[data-testid=history-chart][data-title=CPU]')).getOption().legend[0].selected['busy · local quota']);
+  await entry.click();
+  assert.equal(await entry.getAttribute('aria-pressed'), 'false');
+  assert.equal(await selected(), false);
+  await entry.click();
+  assert.equal(await entry.getAttribute('aria-pressed'), 'true');
+  assert.notEqual(await selected(), false);
 
   // Nothing changes, and still the axis moves on with the clock.
   const later = await eventually(async () => {

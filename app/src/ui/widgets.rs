@@ -149,3 +149,19 @@ pub fn Pager(note: &'static str, newest: Option<String>, older: Option<String>) 
         </nav>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{usage_tone, waits_too_long, WAIT_TROUBLE_S};
+
+    #[test]
+    fn a_full_quota_is_busy_and_only_long_waits_are_trouble() {
+        assert_eq!(usage_tone(100.0, false), "full");
+        assert_eq!(usage_tone(85.0, false), "high");
+        assert_eq!(usage_tone(20.0, false), "");
+        assert_eq!(usage_tone(20.0, true), "trouble");
+        assert!(!waits_too_long(None));
+        assert!(!waits_too_long(Some(WAIT_TROUBLE_S - 1.0)));
+        assert!(waits_too_long(Some(WAIT_TROUBLE_S)));
+    }
+}
