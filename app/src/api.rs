@@ -125,10 +125,34 @@ pub enum SubmitOutcome {
 
 /// A chart for ECharts, described with charming on the server: the option as JSON, and how
 /// many points it carries (an empty chart says so instead of drawing blank axes).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChartData {
     pub option: String,
     pub points: usize,
     /// The range the data covers and the step it was downsampled to, for the caption.
     pub step_s: f64,
+    /// What it shows, in words ("CPU", "Waiting time before admission").
+    #[serde(default)]
+    pub title: String,
+    /// The legend, drawn by the page under the chart (it wraps on a phone, where ECharts'
+    /// own legend pages or overlaps the axis).
+    #[serde(default)]
+    pub legend: Vec<LegendEntry>,
+    /// Series left out because they were zero over the whole range.
+    #[serde(default)]
+    pub hidden: Vec<String>,
+    /// What to say instead of the chart when it has nothing to draw.
+    #[serde(default)]
+    pub empty: String,
+    /// A line under the chart summing up the range ("p50 4 s · p95 1 m 2 s over 37 jobs").
+    #[serde(default)]
+    pub caption: String,
+}
+
+/// One series in a chart's legend: its name, colour and line (`solid`, `dashed`, `dotted`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LegendEntry {
+    pub name: String,
+    pub colour: String,
+    pub line: String,
 }

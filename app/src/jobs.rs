@@ -716,3 +716,20 @@ fn csv_field(s: &str) -> String {
         s.to_string()
     }
 }
+
+/// One queue's admissions in a range (the dashboard's wait-time and admission charts): when
+/// each job was last admitted and how long it had waited since it was enqueued.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Admissions {
+    pub since: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+    /// Oldest first.
+    pub admissions: Vec<Admission>,
+}
+
+/// See [`Admissions`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Admission {
+    pub at: DateTime<Utc>,
+    pub wait_s: f64,
+}

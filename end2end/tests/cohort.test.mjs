@@ -5,7 +5,7 @@
 // the events page linking lender and borrower.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getJson, getVersion, submitJob, eventually, notCapacityCheck } from './harness.mjs';
+import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getJson, getVersion, submitJob, eventually, notCapacityCheck, SIZES } from './harness.mjs';
 
 // `a` (2 CPUs, may borrow 3 more) and `b` (2 CPUs, lends 1, reclaims from anyone) share
 // cohort `research`.
@@ -121,7 +121,20 @@ test('borrowed use shows apart from nominal use; the cohort page shows members; 
   assert.equal((await page.textContent('[data-testid=member][data-queue=a] [data-testid=member-share]')).trim(), '50 %');
   assert.equal((await page.textContent('[data-testid=pool-row] [data-testid=pool-idle]')).trim(), '0');
   await eventually(async () => Number(await page.getAttribute('[data-testid=cohort-chart]', 'data-points')) > 0, { what: 'cohort chart points' });
+  // The stack carries the members' quota sum and the capacity.
+  const lines = await eventually(() => page.evaluate(() => {
+    const c = window.echarts.getInstanceByDom(document.querySelector('[data-testid=cohort-chart]'));
+    return c && c.getOption().series.length ? c.getOption().series.map((s) => s.name) : null;
+  }), { what: 'the cohort chart series' });
+  assert.ok(lines.includes('quota (sum of the queues)') && lines.includes('capacity (nodes now)'), lines.join());
   await screenshotBoth(page, 'cohort');
+  // On a phone every figure of the pooled quota is on screen (one card per row), none cut off.
+  await page.setViewportSize(SIZES.phone);
+  for (const cell of await page.locator('[data-testid=pool-row] td').all()) {
+    const b = await cell.boundingBox();
+    assert.ok(b && b.x >= 0 && b.x + b.width <= SIZES.phone.width, `"${await cell.textContent()}" fits on the screen: ${JSON.stringify(b)}`);
+  }
+  await page.setViewportSize(SIZES.desktop);
 
   // b takes back what it lent: a reclaim, linked both ways on the events page.
   const urgent = await submitJob(server.url, { ...sleeper('b', 'b-urgent', 0), resources: { cpu: 2 } });

@@ -138,10 +138,10 @@ test('the usage chart carries the data points of the queue that ran jobs', async
     const s = chart && chart.getOption().series;
     return s && s.length ? s.map((x) => ({ name: x.name, data: x.data })) : null;
   }), { what: 'the chart to draw' });
-  const used = series.find((s) => s.name === 'default · local · cpu');
+  const used = series.find((s) => s.name === 'default · local');
   assert.ok(used, `a usage series for default/local/cpu: ${series.map((s) => s.name)}`);
   assert.ok(used.data.some(([, v]) => v >= 1), `the queue held 1 cpu at some point: ${JSON.stringify(used.data)}`);
-  const quota = series.find((s) => s.name === 'default · local · cpu quota');
+  const quota = series.find((s) => s.name === 'default · local quota');
   assert.ok(quota && quota.data.every(([, v]) => v === 1), `the quota line sits at 1: ${JSON.stringify(quota?.data)}`);
   // Hovering shows values.
   const box = await page.locator('[data-testid=history-chart]').boundingBox();
@@ -243,7 +243,7 @@ test('overview and queue pages, and live updates surviving a server restart', as
     const c = window.echarts.getInstanceByDom(document.querySelector('[data-testid=queue-chart]'));
     return c && c.getOption().series.length ? c.getOption().series.map((s) => s.name) : null;
   }), { what: 'the queue chart' });
-  assert.ok(names.includes('default · local · cpu'), names.join());
+  assert.ok(names.includes('default · local'), names.join());
   await screenshotBoth(page, 'queue');
 
   // The server goes away: the badge says so; it comes back on the same database and the page

@@ -11,7 +11,7 @@ use crate::api::{ConfigVersion, VersionPage};
 use crate::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use crate::config::diff::ConfigDiff;
 use crate::config::Problem;
-use crate::jobs::{CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
+use crate::jobs::{Admissions, CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus, UsageReport};
 use crate::preview::PreviewReport;
 
 /// A boxed, sendable future (the trait must be object-safe).
@@ -82,6 +82,10 @@ pub trait Backend: Send + Sync + 'static {
     fn history(&self, query: String) -> Answer<'_, History>;
     /// A stage's progress and results.
     fn stage(&self, id: String) -> Answer<'_, (StageStatus, StageResults)>;
+    /// One queue's admissions and waits in a range (`queue=&since=&until=`).
+    fn admissions(&self, query: String) -> Answer<'_, Admissions>;
+    /// The accounting report (`GET /api/v1/usage` parameters).
+    fn usage(&self, query: String) -> Answer<'_, UsageReport>;
 }
 
 /// The backend as provided in context.

@@ -4,11 +4,11 @@
 //! usage over time stacked by member.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::chart::Chart;
+use super::chart::{ChartClock, Charts};
 use super::live::{use_live, LiveBadge};
-use super::queue::RangePicker;
+use super::queue::{url_range, RangePicker};
 use super::server_fns::{get_cohort, usage_chart};
 use super::widgets::{amount, ErrorBox, Loading, QuotaBar};
 use crate::jobs::{CohortMember, CohortView};
@@ -17,22 +17,37 @@ use crate::jobs::{CohortMember, CohortView};
 pub fn CohortPage() -> impl IntoView {
     let live = use_live();
     let params = use_params_map();
+    let query = use_query_map();
     let name = move || params.read().get("name").unwrap_or_default();
     let cohort = Resource::new(move || (live.tick.get(), name()), |(_, n)| get_cohort(n));
-    let range = RwSignal::new("1h".to_string());
-    // The pool the chart shows: "flavor/resource", the first one until chosen.
-    let pool = RwSignal::new(String::new());
+    let range = url_range();
+    // The flavor the chart shows (`?flavor=`), every flavor when empty; in the URL so a
+    // reload or a shared link shows the same chart.
+    let flavor = Memo::new(move |_| query.read().get("flavor").unwrap_or_default());
+    let clock = ChartClock::new();
     let chart = Resource::new(
-        move || (live.tick.get(), name(), range.get(), pool.get()),
-        |(_, n, since, pool)| {
+        move || (live.tick.get(), clock.key(&range.get()), name(), range.get(), flavor.get()),
+        |(_, _, n, since, flavor)| {
             let mut q = format!("cohort={}&since={since}", super::urlencode(&n));
-            if let Some((f, r)) = pool.split_once('/') {
-                q.push_str(&format!("&flavor={}&resource={}", super::urlencode(f), super::urlencode(r)));
+            if !flavor.is_empty() {
+                q.push_str(&format!("&flavor={}", super::urlencode(&flavor)));
             }
             usage_chart(q, true)
         },
     );
     let chart_data = Signal::derive(move || chart.get().and_then(Result::ok));
+    let href = move |since: &str| {
+        let f = flavor.get();
+        if f.is_empty() { format!("?range={since}") } else { format!("?range={since}&flavor={}", super::urlencode(&f)) }
+    };
+    let go = super::history::go_to();
+    let pick_flavor = move |f: String| {
+        let mut url = format!("?range={}", range.get_untracked());
+        if !f.is_empty() {
+            url.push_str(&format!("&flavor={}", super::urlencode(&f)));
+        }
+        go.set(Some(url));
+    };
     view! {
         <header class="page-head">
             <h1><span class="crumb"><a href="/">"Overview"</a>" / "</span>{move || format!("Cohort {}", name())}</h1>
@@ -40,14 +55,7 @@ pub fn CohortPage() -> impl IntoView {
         </header>
         <Transition fallback=Loading>
             {move || cohort.get().map(|r| match r {
-                Ok(c) => {
-                    if pool.get_untracked().is_empty() {
-                        if let Some(p) = c.pools.first() {
-                            pool.set(format!("{}/{}", p.flavor, p.resource));
-                        }
-                    }
-                    view! { <CohortBody c/> }.into_any()
-                }
+                Ok(c) => view! { <CohortBody c/> }.into_any(),
                 Err(e) => view! { <ErrorBox message=e.to_string()/> }.into_any(),
             })}
         </Transition>
@@ -56,18 +64,22 @@ pub fn CohortPage() -> impl IntoView {
                 <h2>"Usage over time, by member"</h2>
                 <Transition fallback=|| ()>
                     {move || cohort.get().and_then(Result::ok).map(|c| {
-                        let choices: Vec<String> = c.pools.iter().map(|p| format!("{}/{}", p.flavor, p.resource)).collect();
-                        (choices.len() > 1).then(|| view! {
-                            <label class="inline" for="cohort-pool">"Flavor / resource "</label>
-                            <select id="cohort-pool" on:change=move |ev| pool.set(event_target_value(&ev))>
-                                {choices.into_iter().map(|p| view! { <option value=p.clone() selected=pool.get_untracked() == p>{p.replace('/', " · ")}</option> }).collect_view()}
+                        let mut flavors: Vec<String> = c.pools.iter().map(|p| p.flavor.clone()).collect();
+                        flavors.sort();
+                        flavors.dedup();
+                        (flavors.len() > 1).then(|| view! {
+                            <label class="inline" for="cohort-flavor">"Flavor "</label>
+                            <select id="cohort-flavor" on:change=move |ev| pick_flavor(event_target_value(&ev))>
+                                <option value="" selected=flavor.get_untracked().is_empty()>"all"</option>
+                                {flavors.into_iter().map(|f| view! { <option value=f.clone() selected=flavor.get_untracked() == f>{f.clone()}</option> }).collect_view()}
                             </select>
                         })
                     })}
                 </Transition>
-                <RangePicker range/>
+                <RangePicker range href/>
             </div>
-            <Chart data=chart_data label="Each member's usage, stacked, over time".to_string() testid="cohort-chart"/>
+            <p class="hint">"Each member's use stacked, with the sum of their quotas (dashed) and the capacity of the nodes the flavors select now (dotted)."</p>
+            <Charts charts=chart_data label="Each member's usage, stacked, over time".to_string() testid="cohort-chart"/>
         </section>
     }
 }
@@ -84,11 +96,11 @@ fn CohortBody(c: CohortView) -> impl IntoView {
             view! {
                 <tr data-testid="pool-row" data-pool=format!("{}/{}", p.flavor, p.resource)>
                     <td>{format!("{} · {}", p.flavor, p.resource)}</td>
-                    <td class="num">{nominal}</td>
-                    <td class="num">{amount(p.used)}</td>
-                    <td class="num" data-testid="pool-borrowed">{amount(p.borrowed)}</td>
-                    <td class="num">{lendable}</td>
-                    <td class="num" data-testid="pool-idle">{idle.unwrap_or_else(|| "unlimited".into())}</td>
+                    <td class="num" data-label="nominal">{nominal}</td>
+                    <td class="num" data-label="in use">{amount(p.used)}</td>
+                    <td class="num" data-label="borrowed" data-testid="pool-borrowed">{amount(p.borrowed)}</td>
+                    <td class="num" data-label="lendable">{lendable}</td>
+                    <td class="num" data-label="idle" data-testid="pool-idle">{idle.unwrap_or_else(|| "unlimited".into())}</td>
                 </tr>
             }
         })

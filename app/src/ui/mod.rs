@@ -1,5 +1,6 @@
 //! The Leptos dashboard: the shell, the router and one module per page.
 
+mod accounting;
 mod admin;
 #[cfg(feature = "ssr")]
 pub mod backend;
@@ -31,6 +32,7 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::components::{Route, Router, Routes, A};
 use leptos_router::path;
 
+use accounting::AccountingPage;
 use admin::{AuditLogPage, SignInPage, TokensPage};
 use cohort::CohortPage;
 use editor::ConfigPage;
@@ -100,6 +102,7 @@ pub fn App() -> impl IntoView {
                     <A href="/jobs">"Jobs"</A>
                     <A href="/events">"Events"</A>
                     <A href="/history">"Usage"</A>
+                    <A href="/usage">"Accounting"</A>
                     <A href="/config">"Config"</A>
                     {session::can(crate::auth::Role::Admin).then(|| view! { <A href="/admin/tokens">"Admin"</A> })}
                 </nav>
@@ -115,6 +118,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/jobs/:id") view=JobPage/>
                     <Route path=path!("/events") view=EventsPage/>
                     <Route path=path!("/history") view=HistoryPage/>
+                    <Route path=path!("/usage") view=AccountingPage/>
                     <Route path=path!("/stages/:id") view=StagePage/>
                     <Route path=path!("/config") view=ConfigPage/>
                     <Route path=path!("/config/versions") view=VersionsPage/>

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 
 use super::live::{use_live, LiveBadge};
 use super::server_fns::{list_nodes, list_queues};
-use super::widgets::{amount, duration, ErrorBox, Loading, QuotaBar};
+use super::widgets::{amount, duration, waits_too_long, ErrorBox, Loading, QuotaBar, WAIT_TROUBLE_S};
 use crate::jobs::{NodeView, QueueView};
 
 #[component]
@@ -58,10 +58,11 @@ fn QueueGrid(queues: Vec<QueueView>) -> impl IntoView {
     }
     let cards = queues.into_iter().map(|q| {
         let href = format!("/queues/{}", q.name);
+        let trouble = waits_too_long(q.longest_wait_s);
         let bars = q
             .usage
             .iter()
-            .map(|u| view! { <QuotaBar label=format!("{} · {}", u.flavor, u.resource) u=u.clone() cohort=q.cohort.clone()/> })
+            .map(|u| view! { <QuotaBar label=format!("{} · {}", u.flavor, u.resource) u=u.clone() cohort=q.cohort.clone() trouble/> })
             .collect_view();
         view! {
             <article class="card queue-card" data-testid="queue-card" data-queue=q.name.clone()>
@@ -75,8 +76,9 @@ fn QueueGrid(queues: Vec<QueueView>) -> impl IntoView {
                 <dl class="counts">
                     <div><dt>"pending"</dt><dd data-testid="pending-count">{q.pending_count}</dd></div>
                     <div><dt>"running"</dt><dd data-testid="running-count">{q.running_count}</dd></div>
-                    <div><dt>"longest wait"</dt><dd>{q.longest_wait_s.map(duration).unwrap_or_else(|| "–".into())}</dd></div>
+                    <div><dt>"longest wait"</dt><dd data-testid="longest-wait" class:trouble=trouble>{q.longest_wait_s.map(duration).unwrap_or_else(|| "–".into())}</dd></div>
                 </dl>
+                {trouble.then(|| view! { <p class="trouble-note" data-testid="trouble">{format!("Jobs have waited over {} here.", duration(WAIT_TROUBLE_S))}</p> })}
                 <div class="usage-list">{bars}</div>
             </article>
         }

@@ -3,17 +3,23 @@
 //! and the queue's usage over time.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
 
-use super::chart::Chart;
+use super::chart::{Chart, ChartClock, Charts};
 use super::live::{use_live, LiveBadge};
 use super::reason::WhyItWaits;
-use super::server_fns::{get_queue, list_jobs, usage_chart, QUEUE_PAGE_PENDING};
-use super::widgets::{duration, secs_between, ErrorBox, Loading, LocalTime, QuotaBar, StateBadge};
+use super::server_fns::{get_queue, list_jobs, queue_waits, usage_chart, QUEUE_PAGE_PENDING};
+use super::widgets::{duration, secs_between, waits_too_long, ErrorBox, Loading, LocalTime, QuotaBar, StateBadge, WAIT_TROUBLE_S};
 use crate::jobs::QueueView;
 
 /// The ranges a chart offers: (label, `since` parameter).
 pub const RANGES: [(&str, &str); 3] = [("Last hour", "1h"), ("Last day", "24h"), ("Last week", "7d")];
+
+/// The chart range the page's URL names (`?range=24h`), the last hour by default.
+pub fn url_range() -> Memo<String> {
+    let query = use_query_map();
+    Memo::new(move |_| query.read().get("range").filter(|r| RANGES.iter().any(|(_, s)| s == r)).unwrap_or_else(|| "1h".into()))
+}
 
 #[component]
 pub fn QueuePage() -> impl IntoView {
@@ -21,12 +27,14 @@ pub fn QueuePage() -> impl IntoView {
     let params = use_params_map();
     let name = move || params.read().get("name").unwrap_or_default();
     let queue = Resource::new(move || (live.tick.get(), name()), |(_, n)| get_queue(n));
-    let range = RwSignal::new("1h".to_string());
-    let chart = Resource::new(
-        move || (live.tick.get(), name(), range.get()),
-        |(_, n, since)| usage_chart(format!("queue={}&since={since}", super::urlencode(&n)), false),
-    );
+    let range = url_range();
+    let clock = ChartClock::new();
+    let chart_key = move || (live.tick.get(), clock.key(&range.get()), name(), range.get());
+    let chart = Resource::new(chart_key, |(_, _, n, since)| usage_chart(format!("queue={}&since={since}", super::urlencode(&n)), false));
     let chart_data = Signal::derive(move || chart.get().and_then(Result::ok));
+    let waits = Resource::new(chart_key, |(_, _, n, since)| queue_waits(format!("queue={}&since={since}", super::urlencode(&n))));
+    let wait_chart = Signal::derive(move || waits.get().and_then(Result::ok).map(|w| w.0));
+    let admission_chart = Signal::derive(move || waits.get().and_then(Result::ok).map(|w| w.1));
     let recent = Resource::new(
         move || (live.tick.get(), name()),
         |(_, n)| list_jobs(format!("queue={}&state=succeeded,failed,cancelled,timed_out&max_items=10", super::urlencode(&n))),
@@ -68,24 +76,33 @@ pub fn QueuePage() -> impl IntoView {
         <section class="card">
             <div class="section-head">
                 <h2>"Usage over time"</h2>
-                <RangePicker range/>
+                <RangePicker range href=|since: &str| format!("?range={since}")/>
             </div>
-            <Chart data=chart_data label=format!("Usage against quota over time") testid="queue-chart"/>
+            <Charts charts=chart_data label="Usage against quota over time".to_string() testid="queue-chart"/>
+        </section>
+        <section class="card">
+            <div class="section-head">
+                <h2>"Waiting and admissions"</h2>
+                <span class="hint">"How long jobs waited from submission to admission, and how many were admitted."</span>
+            </div>
+            <div class="chart-pair">
+                <Chart data=wait_chart label="Waiting time before admission, median and p95".to_string() testid="queue-waits"/>
+                <Chart data=admission_chart label="Jobs admitted over time".to_string() testid="queue-admissions"/>
+            </div>
         </section>
     }
 }
 
-/// The chart range buttons ([`RANGES`]), one pressed.
+/// The chart range links ([`RANGES`]), the current one marked; `href` gives a range's URL.
 #[component]
-pub fn RangePicker(range: RwSignal<String>) -> impl IntoView {
+pub fn RangePicker(range: Memo<String>, href: impl Fn(&str) -> String + Copy + Send + Sync + 'static) -> impl IntoView {
     view! {
-        <div class="segmented" role="group" aria-label="Range">
+        <nav class="segmented" aria-label="Range">
             {RANGES.iter().map(|(label, since)| {
-                let since = since.to_string();
-                let s2 = since.clone();
-                view! { <button type="button" class="small" aria-pressed=move || (range.get() == s2).to_string() on:click=move |_| range.set(since.clone())>{*label}</button> }
+                let current = move || (range.get() == *since).then_some("true");
+                view! { <a class="button small" href=move || href(since) aria-current=current>{*label}</a> }
             }).collect_view()}
-        </div>
+        </nav>
     }
 }
 
@@ -93,10 +110,11 @@ pub fn RangePicker(range: RwSignal<String>) -> impl IntoView {
 fn QueueBody(q: QueueView) -> impl IntoView {
     let live = use_live();
     let cohort = q.cohort.clone();
+    let trouble = waits_too_long(q.longest_wait_s);
     let bars = q
         .usage
         .iter()
-        .map(|u| view! { <QuotaBar label=format!("{} · {}", u.flavor, u.resource) u=u.clone() cohort=cohort.clone()/> })
+        .map(|u| view! { <QuotaBar label=format!("{} · {}", u.flavor, u.resource) u=u.clone() cohort=cohort.clone() trouble/> })
         .collect_view();
     let more = (q.pending_count as usize).saturating_sub(q.pending.len());
     let pending_rows = q.pending.into_iter().map(|p| {
@@ -130,6 +148,7 @@ fn QueueBody(q: QueueView) -> impl IntoView {
         <section class="card">
             <div class="section-head"><h2>"Quota"</h2><span class="badge">{format!("preemption: {}", q.preemption.replace('_', " "))}</span>
                 {q.cohort.clone().map(|c| view! { <a class="badge cohort" data-testid="cohort-link" href=format!("/cohorts/{c}")>{format!("cohort {c}: borrows and lends unused quota")}</a> })}</div>
+            {trouble.then(|| view! { <p class="trouble-note" data-testid="trouble">{format!("Jobs have waited over {} here.", duration(WAIT_TROUBLE_S))}</p> })}
             <div class="usage-list wide">{bars}</div>
         </section>
         <section class="card">

@@ -167,12 +167,41 @@ pub async fn list_events(query: String) -> Result<EventPage, ServerFnError> {
     backend()?.events(query).await.map_err(ServerFnError::new)
 }
 
-/// A usage chart over `GET /api/v1/history` parameters: usage and quota lines per series,
-/// or with `stacked`, one stacked area per queue.
+/// Usage charts over `GET /api/v1/history` parameters, one per resource: usage and quota
+/// lines per queue and flavor, or with `stacked`, one stacked area per queue with the sum of
+/// their quotas and the capacity of the nodes their flavors select.
 #[server]
-pub async fn usage_chart(query: String, stacked: bool) -> Result<ChartData, ServerFnError> {
-    let history = backend()?.history(query).await.map_err(ServerFnError::new)?;
-    Ok(super::charts::usage(&history, stacked))
+pub async fn usage_chart(query: String, stacked: bool) -> Result<Vec<ChartData>, ServerFnError> {
+    let backend = backend()?;
+    let history = backend.history(query).await.map_err(ServerFnError::new)?;
+    let capacity = if stacked { capacity_of(&backend.nodes().await.map_err(ServerFnError::new)?, &history) } else { Default::default() };
+    Ok(super::charts::usage(&history, stacked, &capacity))
+}
+
+/// What the nodes selected by any flavor of `history` hold, per resource (each node once).
+#[cfg(feature = "ssr")]
+fn capacity_of(nodes: &[NodeView], history: &crate::jobs::History) -> super::charts::Capacity {
+    let flavors: std::collections::BTreeSet<&str> = history.samples.iter().map(|s| s.flavor.as_str()).collect();
+    let mut total = super::charts::Capacity::new();
+    for node in nodes.iter().filter(|n| n.flavors.iter().any(|f| flavors.contains(f.as_str()))) {
+        for (resource, amount) in &node.capacity {
+            *total.entry(resource.clone()).or_default() += amount;
+        }
+    }
+    total
+}
+
+/// A queue's waiting times (p50, p95) and admissions over a range (`queue=&since=&until=`).
+#[server]
+pub async fn queue_waits(query: String) -> Result<(ChartData, ChartData), ServerFnError> {
+    let admissions = backend()?.admissions(query).await.map_err(ServerFnError::new)?;
+    Ok((super::charts::waits(&admissions), super::charts::admissions(&admissions)))
+}
+
+/// The accounting report (`GET /api/v1/usage` parameters: `by`, `since`, `until`).
+#[server]
+pub async fn usage_report(query: String) -> Result<crate::jobs::UsageReport, ServerFnError> {
+    backend()?.usage(query).await.map_err(ServerFnError::new)
 }
 
 /// How far the preview started with `token` has got: `(done, total)` arrivals over both

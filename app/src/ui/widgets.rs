@@ -61,15 +61,34 @@ pub fn secs_between(from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
     (to - from).num_milliseconds() as f64 / 1000.0
 }
 
+/// Jobs of a queue waiting this long (seconds) are trouble: its bars turn red.
+pub const WAIT_TROUBLE_S: f64 = 600.0;
+
+/// Whether a queue whose longest wait is `longest_wait_s` is in trouble (see [`WAIT_TROUBLE_S`]).
+pub fn waits_too_long(longest_wait_s: Option<f64>) -> bool {
+    longest_wait_s.is_some_and(|w| w >= WAIT_TROUBLE_S)
+}
+
+/// The tone of a bar filled to `pct`: a full quota is busy, not an error; red is kept for
+/// `trouble` (jobs waiting too long).
+pub fn usage_tone(pct: f64, trouble: bool) -> &'static str {
+    match (trouble, pct) {
+        (true, _) => "trouble",
+        (false, p) if p >= 100.0 => "full",
+        (false, p) if p >= 80.0 => "high",
+        _ => "",
+    }
+}
+
 /// Use of one resource against its quota: a bar, or "unlimited" / "blocked" said as such.
 #[component]
-pub fn UsageBar(label: String, used: f64, nominal: Option<f64>) -> impl IntoView {
+pub fn UsageBar(label: String, used: f64, nominal: Option<f64>, #[prop(optional)] trouble: bool) -> impl IntoView {
     let (fill, text, tone) = match nominal {
         None => (0.0, format!("{} in use · unlimited", amount(used)), "unlimited"),
         Some(n) if n <= 0.0 => (0.0, "blocked (quota 0)".to_string(), "blocked"),
         Some(n) => {
             let pct = (used / n * 100.0).clamp(0.0, 100.0);
-            (pct, format!("{} / {}", amount(used), amount(n)), if pct >= 100.0 { "full" } else if pct >= 80.0 { "high" } else { "" })
+            (pct, format!("{} / {}", amount(used), amount(n)), usage_tone(pct, trouble))
         }
     };
     view! {
@@ -86,9 +105,9 @@ pub fn UsageBar(label: String, used: f64, nominal: Option<f64>) -> impl IntoView
 /// to peers and the part borrowed above nominal are segments of their own, and said in words
 /// (`3 / 2 · 1 borrowed from research`). Outside a cohort, a [`UsageBar`].
 #[component]
-pub fn QuotaBar(label: String, u: crate::jobs::QuotaUsage, cohort: Option<String>) -> impl IntoView {
+pub fn QuotaBar(label: String, u: crate::jobs::QuotaUsage, cohort: Option<String>, #[prop(optional)] trouble: bool) -> impl IntoView {
     let (Some(cohort), Some(nominal)) = (cohort, u.nominal.filter(|n| *n > 0.0)) else {
-        return view! { <UsageBar label used=u.used nominal=u.nominal/> }.into_any();
+        return view! { <UsageBar label used=u.used nominal=u.nominal trouble/> }.into_any();
     };
     let own = u.within_nominal().max(0.0);
     let scale = nominal.max(u.used).max(own + u.lent);
@@ -100,7 +119,7 @@ pub fn QuotaBar(label: String, u: crate::jobs::QuotaUsage, cohort: Option<String
     if u.lent > 0.0 {
         words.push_str(&format!(" · {} lent to {cohort}", amount(u.lent)));
     }
-    let tone = if u.borrowed > 0.0 { "borrowing" } else if own >= nominal { "full" } else { "" };
+    let tone = if trouble { "trouble" } else if u.borrowed > 0.0 { "borrowing" } else if own >= nominal { "full" } else { "" };
     view! {
         <div class=format!("usage {tone}") data-testid="usage" data-borrowed=u.borrowed data-lent=u.lent>
             <div class="usage-head"><span class="usage-label">{label.clone()}</span><span class="usage-text">{words.clone()}</span></div>
@@ -128,5 +147,21 @@ pub fn Pager(note: &'static str, newest: Option<String>, older: Option<String>) 
                 {older.map(|href| view! { <a class="button" data-testid="older" href=href>"Older →"</a> })}
             </span>
         </nav>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{usage_tone, waits_too_long, WAIT_TROUBLE_S};
+
+    #[test]
+    fn a_full_quota_is_busy_and_only_long_waits_are_trouble() {
+        assert_eq!(usage_tone(100.0, false), "full");
+        assert_eq!(usage_tone(85.0, false), "high");
+        assert_eq!(usage_tone(20.0, false), "");
+        assert_eq!(usage_tone(20.0, true), "trouble");
+        assert!(!waits_too_long(None));
+        assert!(!waits_too_long(Some(WAIT_TROUBLE_S - 1.0)));
+        assert!(waits_too_long(Some(WAIT_TROUBLE_S)));
     }
 }

@@ -8,7 +8,7 @@ use app::auth::{AuditPage, CreatedToken, NewToken, TokenInfo, Whoami};
 use app::config::diff::ConfigDiff;
 use app::config::Problem;
 use app::config::parse::{parse, Format};
-use app::jobs::{CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus};
+use app::jobs::{Admissions, CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus, UsageReport};
 use app::preview::PreviewReport;
 use app::ui::backend::{Answer, Backend, SharedBackend};
 use app::ui::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
@@ -22,6 +22,7 @@ use crate::http::auth::{audit_query, CspNonce};
 use crate::http::body::Params;
 use crate::http::error::ApiError;
 use crate::http::jobs::{event_query, history_query, job_query, last_lines, tail_bytes};
+use crate::http::workflows::{admissions_query, usage_query};
 use crate::backends::Stream;
 use crate::store::jobs::time_of;
 use crate::services::jobs::RuntimeError;
@@ -254,5 +255,19 @@ impl Backend for AppState {
 
     fn stage(&self, id: String) -> Answer<'_, (StageStatus, StageResults)> {
         Box::pin(async move { Ok((self.runtime.stage(&id).await.map_err(failed)?, self.runtime.stage_results(&id).await.map_err(failed)?)) })
+    }
+
+    fn admissions(&self, query: String) -> Answer<'_, Admissions> {
+        Box::pin(async move {
+            let (queue, since, until) = admissions_query(&params(&query)?).map_err(|e| e.message)?;
+            self.runtime.admissions(&queue, since, until).await.map_err(failed)
+        })
+    }
+
+    fn usage(&self, query: String) -> Answer<'_, UsageReport> {
+        Box::pin(async move {
+            let (by, since, until) = usage_query(&params(&query)?).map_err(|e| e.message)?;
+            self.runtime.usage(by, since, until).await.map_err(failed)
+        })
     }
 }

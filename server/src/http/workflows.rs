@@ -28,9 +28,7 @@ pub fn routes() -> Router<AppState> {
 /// `?by=user|queue|label:KEY&since=7d&until=&format=json|csv`: jobs that ended in the
 /// range (default: the last 7 days), per group.
 async fn usage(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
-    let by = UsageGroup::parse(params.get("by").unwrap_or("user")).map_err(ApiError::bad_request)?;
-    let until = params.get("until").map(|t| parse_time("until", t)).transpose()?.unwrap_or_else(now_us);
-    let since = params.get("since").map(|t| parse_time("since", t)).transpose()?.unwrap_or(until - 7 * 86_400 * 1_000_000);
+    let (by, since, until) = usage_query(&params)?;
     let csv = match params.get("format").unwrap_or("json") {
         "json" => false,
         "csv" => true,
@@ -38,6 +36,22 @@ async fn usage(State(state): State<AppState>, params: Params) -> Result<Response
     };
     let report = state.runtime.usage(by, since, until).await?;
     Ok(if csv { ([(CONTENT_TYPE, "text/csv; charset=utf-8")], report.to_csv()).into_response() } else { Json(report).into_response() })
+}
+
+/// The report's grouping and range, shared by the REST API and the dashboard.
+pub(crate) fn usage_query(params: &Params) -> Result<(UsageGroup, i64, i64), ApiError> {
+    let by = UsageGroup::parse(params.get("by").unwrap_or("user")).map_err(ApiError::bad_request)?;
+    let until = params.get("until").map(|t| parse_time("until", t)).transpose()?.unwrap_or_else(now_us);
+    let since = params.get("since").map(|t| parse_time("since", t)).transpose()?.unwrap_or(until - 7 * 86_400 * 1_000_000);
+    Ok((by, since, until))
+}
+
+/// `queue=&since=&until=` of the dashboard's wait-time charts (default: the last hour).
+pub(crate) fn admissions_query(params: &Params) -> Result<(String, i64, i64), ApiError> {
+    let queue = params.get("queue").filter(|q| !q.is_empty()).ok_or_else(|| ApiError::bad_request("queue: a queue name is needed"))?;
+    let until = params.get("until").map(|t| parse_time("until", t)).transpose()?.unwrap_or_else(now_us);
+    let since = params.get("since").map(|t| parse_time("since", t)).transpose()?.unwrap_or(until - 3600 * 1_000_000);
+    Ok((queue.to_string(), since, until))
 }
 
 async fn hold(State(state): State<AppState>, caller: Caller, PathText(id): PathText) -> Result<Response, ApiError> {

@@ -4,6 +4,7 @@
 //! (one transaction per batch) and answers the API's reads. SQL is the subset SQLite and
 //! PostgreSQL share, run through sqlx's `Any` driver.
 
+mod admissions;
 mod events;
 mod history;
 mod rows;

@@ -154,3 +154,19 @@ async fn events_filter_by_queues_flavors_owners_and_outcome() {
     assert_eq!(owners.get("b"), Some(&("bob".to_string(), None)));
     assert_eq!(owners.len(), 2);
 }
+
+#[tokio::test]
+async fn admissions_are_the_queues_jobs_admitted_in_the_range_with_their_waits() {
+    let store = store("admissions").await;
+    // (id, queue, enqueued, admitted)
+    let rows: Vec<JobRow> = [("early", "q", 0, Some(5)), ("a", "q", 10, Some(40)), ("b", "q", 20, Some(25)), ("other", "r", 10, Some(30)), ("waiting", "q", 10, None)]
+        .into_iter()
+        .map(|(id, queue, enqueued, admitted)| JobRow { queue: Some(queue.into()), enqueued_at_us: enqueued, admitted_at_us: admitted, ..job(id) })
+        .collect();
+    let submitted: Vec<JobRow> = rows.iter().map(|r| job(&r.id)).collect();
+    store.insert(None, &submitted, &[]).await.expect("insert");
+    let changes: Vec<(&JobRow, bool)> = rows.iter().map(|r| (r, false)).collect();
+    store.update(2, &changes, &[]).await.expect("update");
+    let got = store.admissions("q", 10, 100).await.expect("admissions");
+    assert_eq!(got, vec![(25, 5), (40, 30)], "oldest first, only queue q, only admitted in [10, 100)");
+}
