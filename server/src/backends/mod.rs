@@ -221,6 +221,9 @@ pub trait StartJournal: Send + Sync {
     /// this right after a commit, with nothing of its own unwritten): what the backend keeps
     /// so as to recover any other run after a restart may go.
     fn forget_ended(&self, live: &HashSet<RunId>);
+    /// Reads the records again from where they are kept: what another process (a replica
+    /// that led before, on the same host and data dir) wrote since they were first read.
+    fn reload(&self) {}
 }
 
 /// Backends by name.
