@@ -130,6 +130,8 @@ pub struct Leadership {
     pub leader: String,
     /// Whether it is this process.
     pub this: bool,
+    /// Whether this is one of several replicas (PostgreSQL), not the only server.
+    pub replicated: bool,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -195,9 +197,9 @@ impl Runtime {
     /// Which replica leads (runs the admission loop): this process when it is the only one,
     /// else the lease's holder (`None` while no replica holds it).
     pub async fn leader(&self) -> Result<Option<Leadership>, RuntimeError> {
-        let Some(lease) = &self.lease else { return Ok(Some(Leadership { leader: "this process".into(), this: true })) };
+        let Some(lease) = &self.lease else { return Ok(Some(Leadership { leader: "this server".into(), this: true, replicated: false })) };
         let leader = lease.leader().await.map_err(|e| RuntimeError::Store(e.to_string()))?;
-        Ok(leader.map(|name| Leadership { this: lease.is_leading() && name == lease.name, leader: name }))
+        Ok(leader.map(|name| Leadership { this: lease.is_leading() && name == lease.name, leader: name, replicated: true }))
     }
 
     pub fn store(&self) -> &JobStore {
