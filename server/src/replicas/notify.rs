@@ -113,11 +113,9 @@ pub async fn listen(l: Listening) {
             }
         };
         catch_up(&l).await;
-        loop {
-            match listener.try_recv().await {
-                Ok(Some(n)) => on_notice(&l, n).await,
-                Ok(None) | Err(_) => break, // the connection was lost: connect and catch up
-            }
+        // `Ok(None)` or an error: the connection was lost; connect and catch up.
+        while let Ok(Some(n)) = listener.try_recv().await {
+            on_notice(&l, n).await;
         }
         tracing::warn!("lost the connection other replicas' notices come on; connecting again");
     }
@@ -156,11 +154,10 @@ fn sweep(store: JobStore, cmds: mpsc::UnboundedSender<Cmd>) {
 
 async fn on_notice(l: &Listening, n: PgNotification) {
     match n.channel() {
-        "berth_changed" => {
-            if !l.lease.is_leading() {
-                l.store.changed_elsewhere();
-                l.stale.store(true, std::sync::atomic::Ordering::Relaxed);
-            }
+        // The leader's own writes: its pages know already.
+        "berth_changed" if !l.lease.is_leading() => {
+            l.store.changed_elsewhere();
+            l.stale.store(true, std::sync::atomic::Ordering::Relaxed);
         }
         "berth_config" => {
             if let Err(e) = l.config.refresh().await {

@@ -142,7 +142,10 @@ impl std::fmt::Debug for Runtime {
 
 
 impl Runtime {
-    /// Recovers unfinished jobs and starts the admission loop on the current tokio runtime.
+    /// Recovers unfinished jobs and starts the admission loop on the current tokio runtime;
+    /// with `replica`, starts the replica driver, which runs the loop while this replica
+    /// holds the leader lease.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         store: JobStore,
         config: Arc<ConfigService>,
