@@ -6,7 +6,7 @@
 //!   from each kill to the next admission any replica records, p50 and p99 (target p99
 //!   <= 5 s), the killed replica restarted each time;
 //! * submit latency at 100 submissions/s for 10 s, through a follower and through the
-//!   leader, p50 and p99.
+//!   leader, p50 and p99, each from an idle start (the jobs of the one before have ended).
 //!
 //! Needs `BERTH_BENCH_PG_URL` (an admin URL; `make bench` sets it); skipped without it.
 //! `BERTH_BENCH_QUICK=1` does 3 kills and 2 s of submissions (a smoke run, not figures).
@@ -169,6 +169,19 @@ async fn submit_latency(url: &str, rate: u64, secs: u64) -> Vec<Duration> {
     set.join_all().await
 }
 
+/// Waits until no job is pending, admitted or running: each phase starts on an idle leader.
+async fn drain(url: &str) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let page: Value = reqwest::get(format!("{url}/api/v1/jobs?state=pending,admitted,running&max_items=1")).await.unwrap().json().await.unwrap();
+        if page["jobs"].as_array().is_some_and(Vec::is_empty) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "jobs did not drain");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 fn pct(xs: &mut [Duration], p: f64) -> f64 {
     xs.sort();
     let i = ((xs.len() as f64 - 1.0) * p).round() as usize;
@@ -216,7 +229,9 @@ async fn main() {
     let secs = if quick() { 2 } else { 10 };
     let l = leader(&rs).await;
     let f = (l + 1) % rs.len();
+    drain(&rs[l].url()).await;
     let mut via_follower = submit_latency(&rs[f].url(), 100, secs).await;
+    drain(&rs[l].url()).await;
     let mut via_leader = submit_latency(&rs[l].url(), 100, secs).await;
 
     println!("\nreplicas: 3 on PostgreSQL, lease 3 s, local backend");

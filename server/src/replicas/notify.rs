@@ -154,8 +154,9 @@ fn sweep(store: JobStore, cmds: mpsc::UnboundedSender<Cmd>) {
 
 async fn on_notice(l: &Listening, n: PgNotification) {
     match n.channel() {
-        // The leader's own writes: its pages know already.
-        "berth_changed" if !l.lease.is_leading() => {
+        // Also on the leader: a job a follower stored may just wait, with nothing the
+        // leader writes for it (its own writes come back too; the stream coalesces them).
+        "berth_changed" => {
             l.store.changed_elsewhere();
             l.stale.store(true, std::sync::atomic::Ordering::Relaxed);
         }
