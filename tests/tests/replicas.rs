@@ -364,6 +364,13 @@ async fn commands_made_on_a_follower_are_carried_out_by_the_leader() {
     let rs = replicas(2).await;
     let leader = wait_for_leader(&rs, None).await;
     let f = &rs[1 - leader];
+    // The leader gauge: 1 on the leader, 0 on the follower, each under its replica name.
+    for (i, r) in rs.iter().enumerate() {
+        let (status, text) = r.get_text("/metrics").await;
+        assert_eq!(status, 200);
+        let want = format!("berth_leader{{replica=\"r{i}\"}} {}", u8::from(i == leader));
+        assert!(text.lines().any(|l| l == want), "r{i} lacks `{want}`:\n{}", text.lines().filter(|l| l.contains("berth_leader")).collect::<Vec<_>>().join("\n"));
+    }
     // Eight long jobs fill the quota; a ninth waits.
     let long = |n: usize| json!({ "name": format!("long-{n}"), "entrypoint": "sleep 600", "resources": { "cpu": 1 } });
     let mut ids = Vec::new();
