@@ -35,6 +35,10 @@ scheduling_rules:
   - resource_queue: burst
 "#;
 
+/// Held for reading by every PostgreSQL test here, for writing by the one that restarts
+/// PostgreSQL: the tests of this file run at once, and a restart must not land in another's.
+static PG: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 /// Whether the PostgreSQL tests can run; says why not.
 fn pg_or_skip(test: &str) -> bool {
     if std::env::var("BERTH_TEST_PG_URL").is_ok() {
@@ -190,6 +194,7 @@ async fn a_burst_survives_two_leader_kills() {
     if !pg_or_skip("a_burst_survives_two_leader_kills") {
         return;
     }
+    let _pg = PG.read().await;
     let mut rs = replicas(3).await;
     let ran = rs[0].dir.join("ran");
     let urls: Vec<String> = rs.iter().map(|r| r.url.clone()).collect();
@@ -234,6 +239,7 @@ async fn a_paused_leader_starts_nothing_after_its_lease() {
     if !pg_or_skip("a_paused_leader_starts_nothing_after_its_lease") {
         return;
     }
+    let _pg = PG.read().await;
     let rs = replicas(2).await;
     let ran = rs[0].dir.join("ran");
     let leader = wait_for_leader(&rs, None).await;
@@ -295,6 +301,7 @@ async fn replicas_ride_out_a_postgresql_restart() {
         eprintln!("replicas_ride_out_a_postgresql_restart: skipped: BERTH_PG_DATA and BERTH_PG_PORT must name the test PostgreSQL to restart it");
         return;
     };
+    let _pg = PG.write().await;
     let rs = replicas(2).await;
     let ran = rs[0].dir.join("ran");
     let urls: Vec<String> = rs.iter().map(|r| r.url.clone()).collect();
@@ -317,6 +324,7 @@ async fn a_local_run_on_a_dead_replicas_host_fails_as_node_lost_and_is_retried()
     if !pg_or_skip("a_local_run_on_a_dead_replicas_host_fails_as_node_lost_and_is_retried") {
         return;
     }
+    let _pg = PG.read().await;
     // Two "hosts": each replica its own local node and data dir.
     let a = Berth::start(Backend::Postgres, &["--local-cpus", "64", "--replica-name", "a", "--local-node", "host-a", "--lease-ms", "2000"]).await;
     a.apply(CONFIG).await;
@@ -361,6 +369,7 @@ async fn commands_made_on_a_follower_are_carried_out_by_the_leader() {
     if !pg_or_skip("commands_made_on_a_follower_are_carried_out_by_the_leader") {
         return;
     }
+    let _pg = PG.read().await;
     let rs = replicas(2).await;
     let leader = wait_for_leader(&rs, None).await;
     let f = &rs[1 - leader];
