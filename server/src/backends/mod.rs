@@ -184,6 +184,9 @@ pub trait Backend: Send + Sync + 'static {
     fn traits(&self) -> Traits {
         Traits::default()
     }
+    /// This replica stopped leading (see `replicas`): stop watching runs, whose ends the new
+    /// leader now reads. A later term adopts them again.
+    fn stand_down(&self) {}
     /// Its own record of the runs it started, if it keeps one (see [`StartJournal`]).
     fn journal(&self) -> Option<&dyn StartJournal> {
         None

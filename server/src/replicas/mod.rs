@@ -97,6 +97,9 @@ async fn drive(p: Parts, mut cmds: mpsc::UnboundedReceiver<Cmd>, mut exits: mpsc
         let shutting_down = ran && !lp.deposed();
         (cmds, exits) = lp.into_channels();
         keeper.abort();
+        for b in p.backends.iter() {
+            b.stand_down();
+        }
         p.lease.release().await;
         gauge.set(0);
         if shutting_down {

@@ -555,6 +555,11 @@ impl RayBackend {
 }
 
 impl Backend for RayBackend {
+    fn stand_down(&self) {
+        self.lock_watched().clear();
+    }
+
+
     fn name(&self) -> &str {
         &self.cfg.name
     }
