@@ -309,10 +309,13 @@ async fn replicas_ride_out_a_postgresql_restart() {
     let submitting = burst(urls, ran.clone(), 80, Duration::from_millis(40), done.clone());
     wait_until("the burst to start", SECS(60), async || if done.load(Ordering::Relaxed) >= 30 { Ok(()) } else { Err("not yet".to_string()) }).await;
     let pg = concat!(env!("CARGO_MANIFEST_DIR"), "/../.ci/pg.sh");
-    for step in ["stop", "start"] {
-        let status = std::process::Command::new(pg).arg(step).env("BERTH_PG_DATA", &data).env("BERTH_PG_PORT", &port).stdout(std::process::Stdio::null()).status().unwrap();
-        assert!(status.success(), "pg.sh {step}");
-    }
+    let run = |step: &str| std::process::Command::new(pg).arg(step).env("BERTH_PG_DATA", &data).env("BERTH_PG_PORT", &port).stdout(std::process::Stdio::null()).status().unwrap();
+    run("stop");
+    // pg_ctl gives up waiting after 60 s, and a shutdown checkpoint over many test
+    // databases can take longer: wait for the server to be gone before starting it.
+    let pid_file = std::path::Path::new(&data).join("postmaster.pid");
+    wait_until("PostgreSQL to stop", SECS(600), async || if pid_file.exists() { Err("still stopping".to_string()) } else { Ok(()) }).await;
+    assert!(run("start").success(), "pg.sh start");
     println!("PostgreSQL restarted after {} submissions", done.load(Ordering::Relaxed));
     let ids = submitting.await.unwrap();
     assert_each_ran_once(&rs[1], &ids, &ran).await;

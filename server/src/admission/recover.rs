@@ -55,8 +55,10 @@ impl Loop {
                     batch.touch(&key);
                 }
                 Adopted::Ended(outcome) => {
-                    let live = &self.state.jobs[&key];
+                    let live = self.state.jobs.get_mut(&key).expect("inserted above");
                     if live.row.state == JobState::Admitted {
+                        // When it really began is not recorded: when recovery found it.
+                        live.row.started_at_us.get_or_insert(now);
                         batch.events.push(started_unrecorded(now, live));
                     }
                     self.end_run(&key, outcome, now, &mut batch)
