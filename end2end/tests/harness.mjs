@@ -30,15 +30,16 @@ export const ADMIN_TOKEN = 'berth_e2e_admin_token_0123456789';
  * Starts a server; returns { url, dir, port, stop, log }. Pass the `dir` and `port` of a
  * stopped one to restart it on the same database; `args` are extra `serve` flags. It runs in
  * anonymous local mode unless `auth` is set (then ADMIN_TOKEN is its first admin token).
+ * `databaseUrl` replaces the fresh SQLite file (replicas on one PostgreSQL database).
  */
-export async function startServer({ dir, port, args = [], auth = false } = {}) {
+export async function startServer({ dir, port, args = [], auth = false, databaseUrl } = {}) {
   const bin = process.env.BERTH_BIN;
   if (!bin) throw new Error('BERTH_BIN is not set: run through `make e2e` or `make test`');
   dir ??= mkdtempSync(join(tmpdir(), 'berth-e2e-'));
   port ??= await freePort();
   const url = `http://127.0.0.1:${port}`;
   const access = auth ? [] : ['--anonymous'];
-  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', `sqlite://${dir}/berth.db`, '--data-dir', `${dir}/data`, ...access, ...args], {
+  const child = spawn(bin, ['serve', '--addr', `127.0.0.1:${port}`, '--database-url', databaseUrl ?? `sqlite://${dir}/berth.db`, '--data-dir', `${dir}/data`, ...access, ...args], {
     env: { ...process.env, RUST_LOG: 'warn', BERTH_ADMIN_TOKEN: ADMIN_TOKEN },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -8,7 +8,9 @@
 //!   through;
 //! - `admission`: the loop that owns the live jobs, decides with `engine` and runs the
 //!   decisions on `backends`;
-//! - `store`: the database pool and all SQL.
+//! - `store`: the database pool and all SQL;
+//! - `replicas`: on PostgreSQL, the leader lease and the notices between replicas, which
+//!   decide whether this process runs the admission loop.
 //!
 //! `engine` is pure: a snapshot in, a plan out; `clock` is the one source of time; `zipfile`
 //! reads the packages Ray's clients upload;
@@ -21,6 +23,7 @@ pub mod clock;
 pub mod engine;
 pub mod http;
 pub mod metrics;
+pub mod replicas;
 pub mod serve;
 pub mod services;
 pub mod state;

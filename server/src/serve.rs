@@ -15,10 +15,15 @@ use crate::state::{AppState, RuntimeOptions};
 
 /// Runs the server until it is asked to stop.
 pub async fn serve(args: &ServeArgs) -> Result<()> {
+    // Held until the process ends: a second server on the same SQLite file is refused.
+    let _sqlite = crate::store::lock_sqlite(&args.database_url)?;
     let db = Db::connect(&args.database_url)
         .await
         .with_context(|| format!("database {}", redact_url(&args.database_url)))?;
-    let options = runtime_options(args)?;
+    let mut options = runtime_options(args)?;
+    if db.kind == crate::store::DbKind::Postgres {
+        options.replica = Some(replica_options(args)?);
+    }
     let state = AppState::start(db, options).await?;
     // The files compiled into the binary, unless a site root is named (a fresh frontend
     // build in development) or the binary was built without them.
@@ -37,8 +42,12 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
         .site_addr(args.addr)
         .env(Env::PROD)
         .build();
-    // One process runs the admission loop, so it leads (replicas on PostgreSQL: issue 28).
-    state.runtime.metrics().leader.with_label_values(&[&args.addr.to_string()]).set(1);
+    match state.runtime.lease() {
+        Some(lease) => tracing::info!(replica = %lease.name, "one of the replicas on this PostgreSQL database; the one holding the leader lease runs the admission loop"),
+        // The only process runs the admission loop, so it leads.
+        None => state.runtime.metrics().leader.with_label_values(&[&args.addr.to_string()]).set(1),
+    }
+    let lease = state.runtime.lease().cloned();
     let shutdown = state.shutdown.clone();
     let app = crate::http::router_serving(state, leptos, assets);
     let listener = tokio::net::TcpListener::bind(args.addr).await.with_context(|| format!("cannot listen on {}", args.addr))?;
@@ -50,7 +59,24 @@ pub async fn serve(args: &ServeArgs) -> Result<()> {
     // The peer address is what sign-in attempts are counted by.
     let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
     axum::serve(listener, app).with_graceful_shutdown(stopping).await?;
+    if let Some(lease) = lease {
+        // Another replica takes over now rather than when the lease lapses.
+        lease.release().await;
+    }
     Ok(())
+}
+
+/// This replica's name and lease (several `berth serve` on one PostgreSQL database).
+fn replica_options(args: &ServeArgs) -> Result<crate::replicas::ReplicaOptions> {
+    if !(500..=600_000).contains(&args.lease_ms) {
+        bail!("--lease-ms: must be between 500 and 600000, got {}", args.lease_ms);
+    }
+    let name = match &args.replica_name {
+        Some(n) if n.trim().is_empty() => bail!("--replica-name: must not be empty"),
+        Some(n) => n.trim().to_string(),
+        None => format!("{}:{}", crate::backends::local::hostname(), args.addr.port()),
+    };
+    Ok(crate::replicas::ReplicaOptions { name, url: args.database_url.clone(), lease: std::time::Duration::from_millis(args.lease_ms) })
 }
 
 /// The runtime's settings and the local backend, from the command line.
@@ -89,6 +115,12 @@ pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
         bail!("--kill-grace-s: must be between 0 and 3600 seconds, got {}", args.kill_grace_s);
     }
     local.kill_grace = std::time::Duration::from_secs_f64(args.kill_grace_s);
+    if let Some(node) = &args.local_node {
+        if node.trim().is_empty() || node.chars().any(char::is_whitespace) {
+            bail!("--local-node: `{node}` is not a valid node name (no spaces, not empty)");
+        }
+        local.node_id = node.clone();
+    }
     local.workdir_roots = options.settings.workdir_roots.clone();
     let mut resources: Vec<(String, f64)> = local.capacity.iter().map(|(n, m)| (n.to_string(), m.as_f64())).collect();
     let mut set = |name: &str, amount: f64, flag: &str| -> Result<()> {

@@ -44,6 +44,9 @@ pub struct RuntimeOptions {
     pub slurm: Vec<SlurmConfig>,
     pub access: Access,
     pub packages: PackageSettings,
+    /// One of several replicas on PostgreSQL (`berth serve` on a PostgreSQL URL); `None`:
+    /// the only process, which runs the admission loop itself.
+    pub replica: Option<crate::replicas::ReplicaOptions>,
 }
 
 /// Who gets in.
@@ -67,6 +70,7 @@ impl RuntimeOptions {
             settings: Settings { data_dir, ..Settings::default() },
             access: Access { anonymous: true, admin_token: None, secure_cookies: false },
             packages: PackageSettings::default(),
+            replica: None,
         }
     }
 }
@@ -108,7 +112,7 @@ impl AppState {
         packages.collect_in_background();
         // The Prometheus series (`/metrics`), recorded by the loop, the job service and the router.
         let metrics = Arc::new(crate::metrics::Metrics::new());
-        let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings, packages.clone(), metrics)
+        let runtime = Runtime::start(store, config.clone(), backends, exits_rx, options.settings, packages.clone(), metrics, options.replica)
             .await
             .context("cannot start the admission loop")?;
         Ok(AppState {

@@ -62,6 +62,8 @@ pub trait Backend: Send + Sync + 'static {
     fn cohorts(&self) -> Answer<'_, Vec<CohortView>>;
     /// One cohort.
     fn cohort(&self, name: String) -> Answer<'_, CohortView>;
+    /// Which replica runs the admission loop, as a sentence for people.
+    fn leader(&self) -> Answer<'_, String>;
     /// The nodes of every backend with capacity, free resources and matching flavors.
     fn nodes(&self) -> Answer<'_, Vec<NodeView>>;
     /// A page of jobs (`GET /api/v1/jobs` parameters).

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use super::live::{use_live, LiveBadge};
-use super::server_fns::{list_nodes, list_queues};
+use super::server_fns::{get_leader, list_nodes, list_queues};
 use super::widgets::{amount, duration, waits_too_long, ErrorBox, Loading, QuotaBar, WAIT_TROUBLE_S};
 use crate::jobs::{NodeView, QueueView};
 
@@ -13,11 +13,15 @@ pub fn OverviewPage() -> impl IntoView {
     let live = use_live();
     let queues = Resource::new(move || live.tick.get(), |_| list_queues());
     let nodes = Resource::new(move || live.tick.get(), |_| list_nodes());
+    let leader = Resource::new(move || live.tick.get(), |_| get_leader());
     view! {
         <header class="page-head">
             <h1>"Overview"</h1>
             <div class="head-actions"><LiveBadge/>{super::session::can(crate::auth::Role::Submitter).then(|| view! { <a class="button primary" href="/jobs/new">"Submit a job"</a> })}</div>
         </header>
+        <Transition fallback=|| ()>
+            {move || leader.get().and_then(Result::ok).map(|l| view! { <p class="hint" data-testid="leader" title="The replica that runs the admission loop and talks to the backends">{format!("Admission loop: {}", l.trim_start_matches("leader: "))}</p> })}
+        </Transition>
         <Transition fallback=Loading>
             {move || queues.get().map(|r| match r {
                 Ok(qs) => view! { <Totals queues=qs.clone()/><QueueGrid queues=qs/> }.into_any(),

@@ -81,6 +81,12 @@ pub async fn get_cohort(name: String) -> Result<CohortView, ServerFnError> {
     backend()?.cohort(name).await.map_err(ServerFnError::new)
 }
 
+/// Which replica runs the admission loop.
+#[server]
+pub async fn get_leader() -> Result<String, ServerFnError> {
+    backend()?.leader().await.map_err(ServerFnError::new)
+}
+
 /// Every node of every backend.
 #[server]
 pub async fn list_nodes() -> Result<Vec<NodeView>, ServerFnError> {

@@ -18,6 +18,10 @@ impl Loop {
     /// admissions may still be in the batch: recovery finds those runs in its records (see
     /// [`Loop::recover`]).
     pub(super) fn launch(&mut self, keys: Vec<Name>, batch: &mut Batch) {
+        if !keys.is_empty() && !self.may_act() {
+            // Their admissions are stored: the next leader finds them never started.
+            return;
+        }
         let mut todo = Vec::with_capacity(keys.len());
         for key in keys {
             let Some(live) = self.state.jobs.get(&key) else { continue };
@@ -198,6 +202,9 @@ impl Loop {
             batch.touched.iter().filter_map(|k| self.state.jobs.get(k)).map(|l| (&l.row, batch.spec_changed.contains(&l.key))).collect();
         let result = persist(&self.store, now, &rows, &batch.events).await;
         self.diverged |= result.is_err();
+        if let Err(e) = &result {
+            self.commit_failed(e);
+        }
         for key in batch.touched.drain(..) {
             if self.state.jobs.get(&key).is_some_and(|l| l.row.state.is_terminal()) {
                 self.remember_end(&key);
@@ -246,6 +253,9 @@ impl Loop {
     pub(super) fn committed(&mut self, done: Result<Committed, tokio::task::JoinError>, agree: bool) {
         let done = done.unwrap_or(Committed { ended: Vec::new(), ok: false });
         self.diverged |= !done.ok;
+        if !done.ok {
+            self.commit_failed(&"a background commit failed");
+        }
         // A final state is final: what it wrote is what memory still says.
         for key in done.ended {
             self.remember_end(&key);
@@ -286,6 +296,9 @@ pub(super) async fn persist(store: &JobStore, now: i64, rows: &[(&JobRow, bool)]
     for attempt in 0..5u32 {
         result = store.update(now, rows, events).await;
         let Err(e) = &result else { break };
+        if matches!(e, crate::store::jobs::JobStoreError::Fenced(_)) {
+            break; // another replica leads now: nothing to retry
+        }
         tracing::error!(error = %e, attempt, "cannot persist the admission cycle; retrying");
         tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
     }

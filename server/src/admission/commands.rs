@@ -40,8 +40,12 @@ impl Loop {
 
     pub(super) fn command(&mut self, cmd: Cmd, now: i64, batch: &mut Batch) {
         match cmd {
+            Cmd::Load(ids) => self.to_load.extend(ids),
             Cmd::Enqueue(rows) => {
                 for row in rows {
+                    if self.state.jobs.contains_key(row.id.as_str()) {
+                        continue; // taken in already (a replica's notice and a sweep both named it)
+                    }
                     self.reroute_needed |= row.config_version != Some(self.state.config_version);
                     let live = Live::from_row(row, &self.state.compiled);
                     let key = live.key.clone();

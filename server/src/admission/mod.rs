@@ -43,8 +43,10 @@ pub mod intake;
 mod live;
 mod recover;
 mod sample;
+mod term;
 
 pub use live::{free_on, usage, Live};
+pub use term::Term;
 use live::{deadline_of, job_event};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -138,6 +140,8 @@ pub enum Cmd {
     Priority { id: String, priority: i64, by: String, reply: Reply },
     /// Holds (`hold`) or releases a pending job.
     Hold { id: String, hold: bool, by: String, reply: Reply },
+    /// Jobs another replica stored (by id): read and, when still pending, taken in.
+    Load(Vec<String>),
     /// Runs a read-only closure over the live state (queue views, positions).
     Inspect(Box<dyn FnOnce(&State) + Send>),
 }
@@ -269,6 +273,12 @@ pub struct Loop {
     ended: HashMap<Name, JobState>,
     /// Dependencies to read from the database before the next decision.
     lookup: HashSet<Name>,
+    /// The leader lease this loop runs under (PostgreSQL replicas); `None`: the only process.
+    term: Option<Term>,
+    /// The lease was lost, or a commit failed under it: the loop ends (see `term`).
+    deposed: bool,
+    /// Jobs other replicas stored, to read before the next decision ([`Cmd::Load`]).
+    to_load: HashSet<String>,
 }
 
 /// What a background commit wrote, and how it went.
@@ -387,11 +397,15 @@ impl Loop {
             awaited: HashSet::new(),
             ended: HashMap::new(),
             lookup: HashSet::new(),
+            term: None,
+            deposed: false,
+            to_load: HashSet::new(),
         }
     }
 
-    /// Runs until the command channel closes (the server shuts down).
-    pub(crate) async fn run(mut self) {
+    /// Runs until the command channel closes (the server shuts down) or, under a lease,
+    /// until the lease is lost; returns itself for the next term's channels.
+    pub(crate) async fn run(mut self) -> Loop {
         let mut tick = tokio::time::interval(self.settings.tick);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut exits = Vec::new();
@@ -406,9 +420,13 @@ impl Loop {
                         // Shutting down: write the starts still carried.
                         let mut carry = std::mem::take(&mut self.carry);
                         let _ = self.commit(self.clock.now_us(), &mut carry).await; // after any background one
-                        return;
+                        return self;
                     }
                 },
+                () = Self::lease_lost(&mut self.term), if !self.deposed => {
+                    tracing::warn!("the leader lease was lost: ending this term");
+                    self.deposed = true;
+                }
                 Some(e) = self.exits.recv() => exits.push(e),
                 Some(s) = self.started_rx.recv() => started.push(s),
                 Ok(()) = self.config_rx.changed() => self.reload_config(),
@@ -442,7 +460,13 @@ impl Loop {
             if self.config_rx.has_changed().unwrap_or(false) {
                 self.reload_config();
             }
+            if self.deposed {
+                return self;
+            }
             self.cycle(std::mem::take(&mut cmds), std::mem::take(&mut started), std::mem::take(&mut exits), ticked).await;
+            if self.deposed {
+                return self;
+            }
         }
     }
 
@@ -496,6 +520,7 @@ impl Loop {
             self.on_tick(now, &mut batch);
         }
         self.reroute_stale(now, &mut batch);
+        self.load_named().await;
         self.look_up_dependencies().await;
         let mut starts = Vec::new();
         let decided = self.dirty;
@@ -503,7 +528,7 @@ impl Loop {
             self.dirty = false;
             starts = self.decide(now, &mut batch);
         }
-        if batch.stops.is_empty() {
+        if batch.stops.is_empty() && self.term.is_none() {
             // A backend that records its starts itself gets them at once, and their admission
             // rides with a later commit: recovery finds a run the database missed in the
             // backend's records (see `recover`). Victims are always stopped first.
@@ -523,6 +548,9 @@ impl Loop {
             }
             self.flush_at = None;
             tracing::debug!(commit_us = t_commit.elapsed().as_micros() as u64, starts = starts.len(), "cycle parts");
+            if self.deposed {
+                return; // another replica leads (or the database is gone): it stops and starts
+            }
             for (backend, run, handle) in std::mem::take(&mut batch.stops) {
                 if let Some(b) = self.backends.get(&backend) {
                     if let Err(e) = b.stop(run.clone(), handle).await {

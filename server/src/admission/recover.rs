@@ -6,6 +6,14 @@ use super::*;
 impl Loop {
     /// Reloads unfinished jobs and re-attaches running ones to their backends.
     pub(crate) async fn recover(&mut self) -> Result<(), LoopError> {
+        if self.term.is_some() {
+            // Another replica on this host and data dir may have led since they were read.
+            for b in self.backends.iter() {
+                if let Some(j) = b.journal() {
+                    j.reload();
+                }
+            }
+        }
         let rows = self.store.load_unfinished().await?;
         let now = self.clock.now_us();
         let mut batch = Batch::default();
@@ -31,17 +39,30 @@ impl Loop {
                 self.end_run(&key, Outcome::Failed(reason), now, &mut batch);
                 continue;
             };
+            if let Some(lost) = node_lost(&backend, self.state.jobs[&key].row.node.as_deref()) {
+                self.end_run(&key, Outcome::Failed(lost), now, &mut batch);
+                continue;
+            }
             match backend.adopt(spec, handle).await {
                 Adopted::Running { handle } => {
                     let live = self.state.jobs.get_mut(&key).expect("inserted above");
                     if live.row.state == JobState::Admitted {
                         live.row.state = JobState::Running;
                         live.row.started_at_us.get_or_insert(now);
+                        batch.events.push(started_unrecorded(now, live));
                     }
                     live.row.handle = Some(handle);
                     batch.touch(&key);
                 }
-                Adopted::Ended(outcome) => self.end_run(&key, outcome, now, &mut batch),
+                Adopted::Ended(outcome) => {
+                    let live = self.state.jobs.get_mut(&key).expect("inserted above");
+                    if live.row.state == JobState::Admitted {
+                        // When it really began is not recorded: when recovery found it.
+                        live.row.started_at_us.get_or_insert(now);
+                        batch.events.push(started_unrecorded(now, live));
+                    }
+                    self.end_run(&key, outcome, now, &mut batch)
+                }
                 Adopted::NeverStarted => {
                     let live = self.state.jobs.get_mut(&key).expect("inserted above");
                     live.row.state = JobState::Pending;
@@ -105,4 +126,23 @@ impl Loop {
             }
         }
     }
+}
+
+/// Why a run on a backend that records its starts on its own host (local) cannot be
+/// adopted: it ran on another host's node (a replica there led when it started). Its
+/// outcome is out of reach, so it fails as lost and follows the job's retry policy.
+fn node_lost(backend: &Arc<dyn Backend>, node: Option<&str>) -> Option<String> {
+    let node = node?;
+    if backend.journal().is_none() || backend.nodes().iter().any(|n| &*n.id == node) {
+        return None;
+    }
+    let here = backend.nodes().first().map(|n| n.id.to_string()).unwrap_or_default();
+    Some(format!("node lost: the run was on {node}, which the leading replica (on {here}) cannot reach"))
+}
+
+/// The `started` event of a run that began before the server stopped, its start not yet
+/// written: every run that ran has one.
+fn started_unrecorded(now: i64, live: &Live) -> NewEvent {
+    let msg = format!("started on {} (found by recovery: the server stopped before writing the start)", live.row.node.as_deref().unwrap_or("?"));
+    job_event(now, "started", live, msg)
 }

@@ -184,6 +184,9 @@ pub trait Backend: Send + Sync + 'static {
     fn traits(&self) -> Traits {
         Traits::default()
     }
+    /// This replica stopped leading (see `replicas`): stop watching runs, whose ends the new
+    /// leader now reads. A later term adopts them again.
+    fn stand_down(&self) {}
     /// Its own record of the runs it started, if it keeps one (see [`StartJournal`]).
     fn journal(&self) -> Option<&dyn StartJournal> {
         None
@@ -221,6 +224,9 @@ pub trait StartJournal: Send + Sync {
     /// this right after a commit, with nothing of its own unwritten): what the backend keeps
     /// so as to recover any other run after a restart may go.
     fn forget_ended(&self, live: &HashSet<RunId>);
+    /// Reads the records again from where they are kept: what another process (a replica
+    /// that led before, on the same host and data dir) wrote since they were first read.
+    fn reload(&self) {}
 }
 
 /// Backends by name.

@@ -204,6 +204,10 @@ pub struct ServeArgs {
     /// Another resource of the local host, `NAME=AMOUNT` (repeatable).
     #[arg(long = "local-resource", value_name = "NAME=AMOUNT")]
     pub local_resources: Vec<String>,
+    /// The local backend's node name (default: the host's name). Replicas on one host
+    /// share it, and their data dir, so each can adopt the others' local runs.
+    #[arg(long, env = "BERTH_LOCAL_NODE")]
+    pub local_node: Option<String>,
     /// A label of the local host for flavor selectors, `KEY=VALUE` (repeatable; default
     /// `backend=local`, which is always set).
     #[arg(long = "local-label", value_name = "KEY=VALUE")]
@@ -286,6 +290,14 @@ pub struct ServeArgs {
     /// names it.
     #[arg(long, default_value_t = 24)]
     pub package_keep_hours: u64,
+    /// This replica's name, shown as the leader by `/readyz` and the dashboard when several
+    /// `berth serve` share one PostgreSQL database. Default: HOSTNAME:PORT.
+    #[arg(long, env = "BERTH_REPLICA_NAME")]
+    pub replica_name: Option<String>,
+    /// Milliseconds the leader lease holds unrenewed (PostgreSQL replicas): the leader
+    /// renews it three times as often; a follower takes over once it lapses.
+    #[arg(long, default_value_t = 3000)]
+    pub lease_ms: u64,
 }
 
 /// Output format of read commands.

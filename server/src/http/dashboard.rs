@@ -193,6 +193,10 @@ impl Backend for AppState {
         })
     }
 
+    fn leader(&self) -> Answer<'_, String> {
+        Box::pin(async move { self.runtime.leader().await.map(|l| crate::http::leader_line(l.as_ref())).map_err(failed) })
+    }
+
     fn nodes(&self) -> Answer<'_, Vec<NodeView>> {
         Box::pin(async move { self.runtime.nodes().await.map_err(failed) })
     }

@@ -93,10 +93,24 @@ pub fn router_serving(state: AppState, leptos: LeptosOptions, assets: Assets) ->
         .layer(TraceLayer::new_for_http())
 }
 
-/// Ready when the database answers.
+/// Who runs the admission loop, in words: `leader: NAME (this replica)`, `leader: NAME`,
+/// that no replica holds the lease now, or (SQLite) `leader: this server (the only one)`.
+pub fn leader_line(leader: Option<&crate::services::jobs::Leadership>) -> String {
+    match leader {
+        Some(l) if !l.replicated => "leader: this server (the only one)".into(),
+        Some(l) if l.this => format!("leader: {} (this replica)", l.leader),
+        Some(l) => format!("leader: {}", l.leader),
+        None => "leader: none (no replica holds the lease; one takes over within seconds)".into(),
+    }
+}
+
+/// Ready when the database answers; the second line says which replica leads.
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     match sqlx::query("SELECT 1").execute(&state.db.pool).await {
-        Ok(_) => (StatusCode::OK, "ready").into_response(),
+        Ok(_) => {
+            let leader = state.runtime.leader().await.ok().flatten();
+            (StatusCode::OK, format!("ready\n{}\n", leader_line(leader.as_ref()))).into_response()
+        }
         Err(e) => {
             tracing::warn!(error = %e, "database not ready");
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "database unreachable").into_response()

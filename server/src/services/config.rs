@@ -127,6 +127,21 @@ impl ConfigService {
         self.active.subscribe()
     }
 
+    /// Reads the stored active version again and puts it in force when it is newer than
+    /// the one in force (another replica applied it).
+    pub async fn refresh(&self) -> Result<(), ServiceError> {
+        let stored = load_active(&self.store).await?;
+        let next = Arc::new(stored);
+        self.active.send_if_modified(|current| {
+            let newer = current.version < next.version;
+            if newer {
+                *current = next.clone();
+            }
+            newer
+        });
+        Ok(())
+    }
+
     /// Puts a stored, compiled version in force, unless a newer one already is (two applies
     /// may finish in either order). A held-back start runs an older version than any apply
     /// stores, so an apply always replaces it.

@@ -97,6 +97,10 @@ impl ConfigStore {
         let action = if meta.rollback_of.is_some() { "config.rollback" } else { "config.apply" };
         let target = format!("version {version}");
         crate::store::auth::write_audit(&mut tx, &crate::store::auth::AuditRecord { actor: &meta.creator_id, action, target: &target, detail: message }).await?;
+        if self.db.kind == crate::store::DbKind::Postgres {
+            // The other replicas put it in force too (see `replicas::notify`).
+            sqlx::query("SELECT pg_notify('berth_config', '')").execute(&mut *tx).await?;
+        }
         tx.commit().await?;
         Ok(Applied { version, previous })
     }

@@ -46,6 +46,10 @@ pub enum DbError {
     CreateDir { path: String, source: std::io::Error },
     #[error("cannot connect to the database: {0}")]
     Connect(#[source] sqlx::Error),
+    #[error("another `berth serve` already runs on the SQLite database {0}; SQLite allows one server process. Stop it, or run several replicas on PostgreSQL (docs/operations.md)")]
+    SqliteInUse(String),
+    #[error("cannot lock {path}: {source}")]
+    Lock { path: String, source: std::io::Error },
     #[error("cannot migrate the database: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
 }
@@ -120,6 +124,43 @@ pub fn sqlite_path(url: &str) -> Option<std::path::PathBuf> {
         "" | ":memory:" => None,
         path => Some(path.into()),
     }
+}
+
+/// Held by the one `berth serve` on a SQLite database (released when the process ends).
+#[derive(Debug)]
+pub struct SqliteLock {
+    _file: std::fs::File,
+}
+
+/// Takes the lock file beside a SQLite database (`FILE.lock`), so that a second `berth
+/// serve` on it is refused: SQLite runs one server; several replicas need PostgreSQL.
+/// `None` for PostgreSQL and in-memory databases.
+pub fn lock_sqlite(url: &str) -> Result<Option<SqliteLock>, DbError> {
+    if url.parse::<DbKind>()? != DbKind::Sqlite {
+        return Ok(None);
+    }
+    let Some(path) = sqlite_path(url) else { return Ok(None) };
+    let path = path.display().to_string();
+    let lock = format!("{path}.lock");
+    if let Some(dir) = std::path::Path::new(&lock).parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| DbError::CreateDir { path: path.clone(), source })?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock)
+        .map_err(|source| DbError::Lock { path: lock.clone(), source })?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this function owns; no memory is passed.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(DbError::SqliteInUse(path));
+        }
+        return Err(DbError::Lock { path: lock, source: e });
+    }
+    Ok(Some(SqliteLock { _file: file }))
 }
 
 /// Adds `mode=rwc` so SQLite creates the file, and creates its directory.

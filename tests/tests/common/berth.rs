@@ -29,6 +29,8 @@ pub struct Berth {
     pub db_url: String,
     /// Holds the data dir (`data/`), the server's log and the tests' files.
     pub dir: PathBuf,
+    /// Where runs keep their files: `dir/data`, or the first replica's (see [`Berth::replica_of`]).
+    pub data_dir: PathBuf,
     /// Carries the admin token as `Authorization: Bearer` when authentication is on.
     pub http: reqwest::Client,
     args: Vec<String>,
@@ -68,7 +70,8 @@ impl Berth {
         }
         let http = reqwest::Client::builder().default_headers(headers).build().unwrap();
         let url = format!("http://127.0.0.1:{port}");
-        let mut b = Berth { child: None, url, port, db_url, dir, http, args, admin_token: admin_token.map(str::to_string) };
+        let data_dir = dir.join("data");
+        let mut b = Berth { child: None, url, port, db_url, dir, data_dir, http, args, admin_token: admin_token.map(str::to_string) };
         b.spawn().await;
         b
     }
@@ -80,7 +83,7 @@ impl Berth {
         let child = Command::new(berth_bin())
             .args(["serve", "--addr", &format!("127.0.0.1:{}", self.port), "--database-url", &self.db_url])
             .arg("--data-dir")
-            .arg(self.dir.join("data"))
+            .arg(&self.data_dir)
             .args(&self.args)
             .envs(self.admin_token.iter().map(|t| ("BERTH_ADMIN_TOKEN", t)))
             .env("RUST_LOG", "info,sqlx=warn")
@@ -100,6 +103,44 @@ impl Berth {
             assert!(Instant::now() < deadline, "berth serve did not become ready; log:\n{}", self.log());
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Another `berth serve` on `first`'s database and data dir (a replica on the same
+    /// host), on a port and with a log of its own; `first`'s flags with `extra` in place of
+    /// its own extra ones.
+    pub async fn replica_of(first: &Berth, extra: &[&str]) -> Berth {
+        Berth::replica_with_data_dir(first, first.data_dir.clone(), extra).await
+    }
+
+    /// [`Berth::replica_of`] with a data dir of its own (a replica on another host).
+    pub async fn replica_with_data_dir(first: &Berth, data_dir: PathBuf, extra: &[&str]) -> Berth {
+        let dir = std::env::temp_dir().join(unique("berth_rt"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut args: Vec<String> = ["--tick-ms", "100", "--retry-backoff-ms", "200", "--kill-grace-s", "1", "--sample-interval-s", "1"].iter().map(|s| s.to_string()).collect();
+        if first.admin_token.is_none() {
+            args.insert(0, "--anonymous".into());
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let url = format!("http://127.0.0.1:{port}");
+        let mut b = Berth {
+            child: None,
+            url,
+            port,
+            db_url: first.db_url.clone(),
+            dir,
+            data_dir,
+            http: first.http.clone(),
+            args,
+            admin_token: first.admin_token.clone(),
+        };
+        b.spawn().await;
+        b
+    }
+
+    /// The server's process id, while it runs.
+    pub fn pid(&self) -> Option<i32> {
+        self.child.as_ref().map(|c| c.id() as i32)
     }
 
     /// SIGKILL: no shutdown, no flush.

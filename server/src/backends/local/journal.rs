@@ -48,6 +48,14 @@ impl Journal {
         Journal { dir, per_segment, state: Mutex::new(Segments { current, begun: 0, file: None, all }) }
     }
 
+    /// Reads every segment again, and begins new runs in a new one: another server on this
+    /// data dir (a replica that led before) may have written segments since [`Journal::open`].
+    pub(super) fn reopen(&self) {
+        let fresh = Journal::open(self.dir.clone(), self.per_segment);
+        let segments = fresh.state.into_inner().unwrap_or_else(|e| e.into_inner());
+        *lock(&self.state) = segments;
+    }
+
     pub(super) fn path(&self, segment: u64) -> PathBuf {
         self.dir.join(segment.to_string())
     }

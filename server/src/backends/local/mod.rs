@@ -159,7 +159,8 @@ fn mem_total_gib() -> Option<Milli> {
     Milli::from_f64(kib as f64 / (1024.0 * 1024.0))
 }
 
-fn hostname() -> String {
+/// This host's name (the local node's id, and part of a replica's default name).
+pub fn hostname() -> String {
     let name = fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     match name.trim() {
         "" => "localhost".into(),
@@ -447,5 +448,9 @@ impl StartJournal for LocalBackend {
     fn forget_ended(&self, live: &HashSet<RunId>) {
         let keys: HashSet<String> = live.iter().map(RunId::key).collect();
         self.journal.retain(&keys);
+    }
+
+    fn reload(&self) {
+        self.journal.reopen();
     }
 }

@@ -587,6 +587,11 @@ fn remember_gone(gone: &mut Vec<Node>, before: &[Listed], now: &[Listed]) {
 }
 
 impl Backend for RayBackend {
+    fn stand_down(&self) {
+        self.lock_watched().clear();
+    }
+
+
     fn name(&self) -> &str {
         &self.cfg.name
     }

@@ -494,6 +494,11 @@ fn read_tail(path: &Path, tail: Option<u64>) -> std::io::Result<Vec<u8>> {
 const UNSUPPORTED: [&str; 10] = ["pip", "uv", "conda", "container", "image_uri", "java_jars", "mpi", "nsight", "rocprof_sys", "py_modules"];
 
 impl Backend for SlurmBackend {
+    fn stand_down(&self) {
+        self.lock_watched().clear();
+    }
+
+
     fn name(&self) -> &str {
         &self.cfg.name
     }

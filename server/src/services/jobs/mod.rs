@@ -37,6 +37,7 @@ use crate::engine::{self, Compiled, InFlightLimit, Node};
 use crate::services::config::ConfigService;
 use crate::services::packages::{PackageError, Packages};
 use crate::metrics::Metrics;
+use crate::replicas::{self, Lease, ReplicaOptions};
 
 /// What the runtime refuses or fails at; mapped to HTTP in `http::error`.
 #[derive(Debug, thiserror::Error)]
@@ -118,6 +119,19 @@ pub struct Runtime {
     config: Arc<ConfigService>,
     packages: Arc<Packages>,
     metrics: Arc<Metrics>,
+    /// The leader lease, on PostgreSQL replicas.
+    lease: Option<Arc<Lease>>,
+}
+
+/// Who runs the admission loop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leadership {
+    /// The leading replica's name.
+    pub leader: String,
+    /// Whether it is this process.
+    pub this: bool,
+    /// Whether this is one of several replicas (PostgreSQL), not the only server.
+    pub replicated: bool,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -144,7 +158,10 @@ fn node_source(shared: Arc<RwLock<Shared>>) -> crate::services::config::NodeSour
 }
 
 impl Runtime {
-    /// Recovers unfinished jobs and starts the admission loop on the current tokio runtime.
+    /// Recovers unfinished jobs and starts the admission loop on the current tokio runtime;
+    /// with `replica`, starts the replica driver, which runs the loop while this replica
+    /// holds the leader lease.
+    #[allow(clippy::too_many_arguments)]
     pub async fn start(
         store: JobStore,
         config: Arc<ConfigService>,
@@ -153,17 +170,56 @@ impl Runtime {
         settings: Settings,
         packages: Arc<Packages>,
         metrics: Arc<Metrics>,
+        replica: Option<ReplicaOptions>,
     ) -> anyhow::Result<Runtime> {
         let shared = Arc::new(RwLock::new(Shared::of(&backends)));
         config.know_nodes(node_source(shared.clone()));
         let (tx, rx) = mpsc::unbounded_channel();
-        let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.subscribe(), rx, exits, Arc::new(SystemClock));
-        lp.metrics = metrics.clone();
-        lp.recover().await?;
-        tokio::spawn(lp.run());
+        let lease = match replica {
+            // One of several replicas: the loop runs while this one holds the lease.
+            Some(r) => {
+                // Its own connections: a busy API must not hold up the renewals.
+                let lease_pool = sqlx::any::AnyPoolOptions::new().max_connections(2).acquire_timeout(r.lease / 3).connect_lazy(&r.url)?;
+                let lease = Arc::new(Lease::new(lease_pool, r.name, r.lease));
+                let parts = replicas::Parts {
+                    lease: lease.clone(),
+                    pool: store.pool().clone(),
+                    store: store.clone(),
+                    backends: backends.clone(),
+                    settings: settings.clone(),
+                    shared: shared.clone(),
+                    config: config.clone(),
+                    metrics: metrics.clone(),
+                    awaited: Default::default(),
+                    stale: Default::default(),
+                };
+                replicas::start(parts, r.url, tx.clone(), rx, exits);
+                Some(lease)
+            }
+            None => {
+                let mut lp = Loop::new(store.clone(), backends.clone(), settings.clone(), shared.clone(), config.subscribe(), rx, exits, Arc::new(SystemClock));
+                lp.metrics = metrics.clone();
+                lp.recover().await?;
+                tokio::spawn(async move { drop(lp.run().await) });
+                None
+            }
+        };
         let (submits, submit_rx) = mpsc::unbounded_channel();
         tokio::spawn(write_submissions(store.clone(), tx.clone(), submit_rx));
-        Ok(Runtime { cmds: tx, submits, shared, store, backends, settings, config, packages, metrics })
+        Ok(Runtime { cmds: tx, submits, shared, store, backends, settings, config, packages, metrics, lease })
+    }
+
+    /// The leader lease, when this is one of several replicas on PostgreSQL.
+    pub fn lease(&self) -> Option<&Arc<Lease>> {
+        self.lease.as_ref()
+    }
+
+    /// Which replica leads (runs the admission loop): this process when it is the only one,
+    /// else the lease's holder (`None` while no replica holds it).
+    pub async fn leader(&self) -> Result<Option<Leadership>, RuntimeError> {
+        let Some(lease) = &self.lease else { return Ok(Some(Leadership { leader: "this server".into(), this: true, replicated: false })) };
+        let leader = lease.leader().await.map_err(|e| RuntimeError::Store(e.to_string()))?;
+        Ok(leader.map(|name| Leadership { this: lease.is_leading() && name == lease.name, leader: name, replicated: true }))
     }
 
     pub fn store(&self) -> &JobStore {

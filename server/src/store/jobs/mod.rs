@@ -40,9 +40,32 @@ pub enum JobStoreError {
     Corrupt { id: String, message: String },
     #[error("database error: {0}")]
     Db(#[from] sqlx::Error),
+    /// The write was refused: this replica no longer holds the leader lease.
+    #[error("this replica lost the leader lease (epoch {0} is no longer current)")]
+    Fenced(i64),
 }
 
 type Result<T, E = JobStoreError> = std::result::Result<T, E>;
+
+/// Refuses the transaction unless the leader lease still has `epoch`. The row is read `FOR
+/// SHARE`: a takeover's update of it waits until this transaction ends, so no write of a
+/// deposed leader lands after the new leader took over.
+async fn check_fence(tx: &mut sqlx::Transaction<'_, sqlx::Any>, epoch: i64) -> Result<()> {
+    let current: Option<i64> = sqlx::query_scalar("SELECT epoch FROM leader_lease WHERE id = 1 FOR SHARE").fetch_optional(&mut **tx).await?;
+    match current {
+        Some(e) if e == epoch => Ok(()),
+        _ => Err(JobStoreError::Fenced(epoch)),
+    }
+}
+
+/// On PostgreSQL, tells the other replicas (when this transaction commits) that jobs or
+/// events changed, so their live views refresh (see `replicas::notify`).
+async fn notify_changed(tx: &mut sqlx::Transaction<'_, sqlx::Any>, kind: DbKind) -> Result<()> {
+    if kind == DbKind::Postgres {
+        sqlx::query("SELECT pg_notify('berth_changed', '')").execute(&mut **tx).await?;
+    }
+    Ok(())
+}
 
 /// Microseconds since the epoch as a UTC time (the epoch itself for absurd values).
 pub fn time_of(us: i64) -> DateTime<Utc> {
@@ -254,11 +277,25 @@ pub struct JobStore {
     /// the admission loop's commit would often sleep behind a submission. Queued here, the
     /// next writer starts the moment the last one commits.
     writer: Arc<tokio::sync::Mutex<()>>,
+    /// The leader lease epoch every [`JobStore::update`] checks in its transaction (the
+    /// admission loop's copy on PostgreSQL replicas, see `replicas`).
+    fence: Option<i64>,
 }
 
 impl JobStore {
     pub fn new(db: Db) -> Self {
-        JobStore { db, changes: Arc::new(watch::channel(0).0), writer: Arc::default() }
+        JobStore { db, changes: Arc::new(watch::channel(0).0), writer: Arc::default(), fence: None }
+    }
+
+    /// This store, whose updates are refused ([`JobStoreError::Fenced`]) once the leader
+    /// lease has another epoch than `epoch`.
+    pub fn fenced(&self, epoch: i64) -> JobStore {
+        JobStore { fence: Some(epoch), ..self.clone() }
+    }
+
+    /// Tells live views this store's data changed elsewhere (another replica wrote).
+    pub fn changed_elsewhere(&self) {
+        self.changed();
     }
 
     /// Waits for the turn to write (see [`JobStore::writer`]).
@@ -303,6 +340,7 @@ impl JobStore {
             insert_jobs(&mut tx, self.db.kind, chunk).await.map_err(|e| duplicate_submission(e, jobs))?;
         }
         insert_events(&mut tx, self.db.kind, events).await?;
+        notify_changed(&mut tx, self.db.kind).await?;
         tx.commit().await?;
         self.changed();
         Ok(())
@@ -322,6 +360,9 @@ impl JobStore {
             return Ok(());
         }
         let mut tx = self.db.pool.begin().await?;
+        if let Some(epoch) = self.fence {
+            check_fence(&mut tx, epoch).await?;
+        }
         for &(job, spec_changed) in jobs {
             if spec_changed {
                 let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
@@ -332,6 +373,7 @@ impl JobStore {
             .await?;
         }
         insert_events(&mut tx, self.db.kind, events).await?;
+        notify_changed(&mut tx, self.db.kind).await?;
         tx.commit().await?;
         self.changed();
         Ok(())
