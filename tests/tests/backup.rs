@@ -65,6 +65,10 @@ async fn a_backup_taken_while_serving_restores_that_state() {
     assert!(later_version > backed_up_version);
     let later_job = b.submit(json!({"entrypoint": "true", "name": "after-backup"})).await;
     b.wait_state(&later_job, &["succeeded"], Duration::from_secs(30)).await;
+    // A restore while the server runs is refused.
+    let o = db(&["restore", &file_s, "--replace"], &b.db_url).await;
+    assert_eq!(o.status.code(), Some(1), "{}", said(&o));
+    assert!(said(&o).contains("stop it before restoring"), "{}", said(&o));
     b.kill9();
 
     // Without --replace the database in place is not touched.

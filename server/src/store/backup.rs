@@ -46,6 +46,8 @@ pub enum BackupError {
          the current file is kept beside it)"
     )]
     WouldReplace(String),
+    #[error("a berth serve runs on {0}: stop it before restoring")]
+    InUse(String),
     #[error("{what}: {source}")]
     Sqlite { what: String, source: sqlx::Error },
     #[error("{what}: {source}")]
@@ -82,6 +84,15 @@ pub async fn restore(url: &str, file: &Path, replace: bool) -> Result<Copied, Ba
     if db.exists() && !replace {
         return Err(BackupError::WouldReplace(db.display().to_string()));
     }
+    // Held until the swap is done: a server running on the database makes the restore
+    // refuse, and none may start on it meanwhile. (No database, no server on it.)
+    let _lock = match db.exists() {
+        true => super::lock_sqlite(url).map_err(|e| match e {
+            super::DbError::SqliteInUse(path) => BackupError::InUse(path),
+            other => other.into(),
+        })?,
+        false => None,
+    };
     let mut source = open_read_only(file).await?;
     let schema = schema_version(&mut source, file).await?;
     let known = SQLITE_MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0);
