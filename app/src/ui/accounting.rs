@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_query_map;
 
-use super::history::go_to;
+use super::history::{go_to, with_param};
 use super::jobs_list::options;
 use super::server_fns::usage_report;
 use super::widgets::{amount, duration, ErrorBox, Loading};
@@ -34,16 +34,7 @@ pub fn AccountingPage() -> impl IntoView {
     let report = Resource::new(move || api_query.get(), usage_report);
     let go = go_to();
     let set = move |key: &'static str| {
-        move |ev: leptos::ev::Event| {
-            let new = event_target_value(&ev);
-            let parts: Vec<String> = KEYS
-                .iter()
-                .map(|k| (*k, if *k == key { new.clone() } else { query.read_untracked().get(k).unwrap_or_default() }))
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(k, v)| format!("{k}={}", super::urlencode(&v)))
-                .collect();
-            go.set(Some(format!("/usage?{}", parts.join("&"))));
-        }
+        move |ev: leptos::ev::Event| go.set(Some(with_param("/usage", &KEYS, &query.read_untracked(), key, &event_target_value(&ev))))
     };
     view! {
         <header class="page-head">

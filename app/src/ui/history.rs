@@ -54,16 +54,7 @@ pub fn HistoryPage() -> impl IntoView {
     // A changed filter replaces its URL parameter; the charts follow the URL.
     let go = go_to();
     let set = move |key: &'static str| {
-        move |ev: leptos::ev::Event| {
-            let new = event_target_value(&ev);
-            let parts: Vec<String> = KEYS
-                .iter()
-                .map(|k| (*k, if *k == key { new.clone() } else { query.read_untracked().get(k).unwrap_or_default() }))
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(k, v)| format!("{k}={}", super::urlencode(&v)))
-                .collect();
-            go.set(Some(format!("/history?{}", parts.join("&"))));
-        }
+        move |ev: leptos::ev::Event| go.set(Some(with_param("/history", &KEYS, &query.read_untracked(), key, &event_target_value(&ev))))
     };
     view! {
         <header class="page-head">
@@ -105,6 +96,18 @@ pub fn HistoryPage() -> impl IntoView {
             <Charts charts=data label="Resource usage over time".to_string() testid="history-chart"/>
         </section>
     }
+}
+
+/// `path` with its filter `key` set to `value` and the page's other filters (`keys`) as
+/// `query` has them: how a page whose filters live in its URL applies a change.
+pub fn with_param(path: &str, keys: &[&str], query: &leptos_router::params::ParamsMap, key: &str, value: &str) -> String {
+    let parts: Vec<String> = keys
+        .iter()
+        .map(|k| (*k, if *k == key { value.to_string() } else { query.get(k).unwrap_or_default() }))
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", super::urlencode(&v)))
+        .collect();
+    format!("{path}?{}", parts.join("&"))
 }
 
 /// A URL to go to: set it and the router navigates there (a signal, so the handlers that
