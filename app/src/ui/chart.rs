@@ -1,5 +1,5 @@
-//! A chart drawn by ECharts (served by the app at `/pkg/echarts.min.js`) from an option the
-//! server built with charming.
+//! A chart drawn by ECharts (served by the app, loaded by the first chart a page shows: see
+//! `scripts`) from an option the server built with charming.
 
 use leptos::html::Div;
 use leptos::prelude::*;
@@ -14,7 +14,11 @@ pub fn Chart(#[prop(into)] data: Signal<Option<ChartData>>, label: String, #[pro
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if let (Some(el), Some(d)) = (el.get(), data.get()) {
-            browser::draw(&el, &d.option);
+            leptos::task::spawn_local(async move {
+                if super::scripts::load(super::scripts::Script::ECharts).await {
+                    browser::draw(&el, &d.option);
+                }
+            });
         }
     });
     let empty = move || data.with(|d| d.as_ref().is_some_and(|d| d.points == 0));
