@@ -60,7 +60,8 @@ test('the draft is validated live in the browser, without a request', async () =
     assert.doesNotMatch(await summary.textContent(), /[1-9]\d* errors?/);
 
     const before = page.requests.length;
-    const draft = page.locator('#draft');
+    // The code editor (CodeMirror) that replaces the textarea once its script has loaded.
+    const draft = page.getByRole('textbox', { name: 'Draft config (YAML or JSON)' });
     const broken = GPU_CONFIG.replace('  - resource_queue: default\n', '  - resource_queue: vision\n');
     await draft.fill(broken);
     await page.waitForSelector('text=scheduling_rules[1].resource_queue');

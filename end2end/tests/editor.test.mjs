@@ -100,7 +100,7 @@ test('a rule targeting a deleted queue is an error at once, gone when fixed, wit
 
   // A syntax error in the YAML tab points at its line and column, also without a request.
   await page.click('#tab-yaml');
-  await page.fill('#draft', 'resource_queues: [oops');
+  await page.getByRole('textbox', { name: 'Draft config (YAML or JSON)' }).fill('resource_queues: [oops');
   await page.locator('.problem.error', { hasText: /line \d+, column \d+/ }).first().waitFor();
   assert.ok(await page.isDisabled('#tab-form'), 'the form waits until the YAML parses');
   assert.deepEqual(page.requests.slice(before), [], 'no request while editing and validating');
