@@ -189,3 +189,9 @@ export async function eventually(f, { timeout = 20_000, what = 'condition' } = {
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** The config page's YAML code editor, once it has replaced the plain text box. */
+export async function yamlEditor(page) {
+  await page.locator('#panel-yaml .cm-editor').waitFor();
+  return page.getByRole('textbox', { name: 'Draft config (YAML or JSON)' });
+}

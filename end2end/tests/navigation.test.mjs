@@ -4,7 +4,7 @@
 // marks a problem at its line and stays in step with the form, loaded on the config page only.
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, hydrated, screenshot, screenshotBoth, applyConfig, SIZES } from './harness.mjs';
+import { startServer, startBrowser, hydrated, screenshot, screenshotBoth, applyConfig, yamlEditor, SIZES } from './harness.mjs';
 import { GPU_CONFIG } from './configs.mjs';
 
 let chrome, server, page;
@@ -29,8 +29,6 @@ async function inView(locator) {
     return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth;
   });
 }
-
-const yamlEditor = () => page.getByRole('textbox', { name: 'Draft config (YAML or JSON)' });
 
 test('on a phone, the menu reaches every destination of the top bar', async () => {
   page = await chrome.newPage(SIZES.phone);
@@ -122,8 +120,7 @@ test('the YAML tab is a code editor: line numbers, the problem marked at its lin
   await page.waitForURL((u) => u.pathname === '/config');
   await page.getByRole('tab', { name: 'YAML' }).click();
   // The textarea until the editor's script has loaded, then the code editor in its place.
-  await page.locator('.cm-editor').waitFor();
-  const editor = yamlEditor();
+  const editor = await yamlEditor(page);
   assert.ok(page.requests.some((r) => /^\/pkg\/yaml-editor\.[0-9a-f]{16}\.js$/.test(r)), 'the editor is loaded here');
 
   // Line numbers, one per line of the draft.

@@ -58,23 +58,24 @@ function locate(state, path) {
   return found;
 }
 
-/** The line (1-based) a problem belongs on: its own, else where its path is, else none. */
-function lineOf(state, p) {
-  if (p.line) return Math.min(p.line, state.doc.lines);
+/** Where a problem starts: its own line and column, else where its path is, else nowhere. */
+function startOf(state, p) {
+  if (p.line) {
+    const line = state.doc.line(Math.min(p.line, state.doc.lines));
+    return p.column ? Math.min(line.from + p.column - 1, line.to) : line.from;
+  }
   if (!p.path) return null;
-  const node = locate(state, p.path);
-  return node ? state.doc.lineAt(node.from).number : null;
+  return locate(state, p.path)?.from ?? null;
 }
 
-/** Diagnostics for `problems` ({severity, path, message, line, column}) on whole lines. */
+/** Diagnostics for `problems` ({severity, path, message, line, column}), each to its line's end. */
 function diagnostics(state, problems) {
   const out = [];
   for (const p of problems) {
-    const n = lineOf(state, p);
-    if (!n) continue;
-    const line = state.doc.line(n);
-    const from = p.column ? Math.min(line.from + p.column - 1, line.to) : line.from;
-    out.push({ from, to: line.to, severity: p.severity === 'error' ? 'error' : 'warning', message: p.message });
+    const from = startOf(state, p);
+    if (from === null) continue;
+    const to = Math.max(state.doc.lineAt(from).to, from);
+    out.push({ from, to, severity: p.severity === 'error' ? 'error' : 'warning', message: p.message });
   }
   return out;
 }

@@ -83,13 +83,17 @@ mod browser {
         Effect::new(move |_| {
             let Some(el) = area.get() else { return };
             leptos::task::spawn_local(async move {
-                if !load(Script::YamlEditor).await || attached.with_value(Option::is_some) {
+                // The tab may have been left (and all this disposed) while the script loaded.
+                if !load(Script::YamlEditor).await || attached.try_with_value(Option::is_none) != Some(true) {
                     return;
                 }
                 let on_change = Closure::<dyn FnMut(String)>::new(move |text: String| ed.set_yaml(text));
                 if let Ok(editor) = attach(&el, on_change.as_ref().unchecked_ref()) {
-                    attached.set_value(Some((editor, on_change)));
-                    ready.set(true);
+                    if let Some((editor, _)) = attached.try_set_value(Some((editor, on_change))).flatten() {
+                        editor.destroy();
+                        return;
+                    }
+                    ready.try_set(true);
                 }
             });
         });
