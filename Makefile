@@ -7,7 +7,11 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/berth-target
 TARGET := $(CARGO_TARGET_DIR)
 SITE := $(TARGET)/site
 BIN := $(TARGET)/debug/berth
-WASM := $(TARGET)/wasm32-unknown-unknown/debug/berth_frontend.wasm
+# The dashboard's wasm is always the optimized (release) build: it is what users load.
+WASM := $(TARGET)/wasm32-unknown-unknown/release/berth_frontend.wasm
+# wasm-bindgen's output and the stylesheet, before frontend/pack.mjs hashes and compresses them.
+BINDGEN := $(TARGET)/wasm-bindgen
+WASM_OPT := frontend/node_modules/.bin/wasm-opt
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 BERTH_ADDR ?= 127.0.0.1:3000
@@ -21,7 +25,8 @@ BERTH_WORKDIR_ROOTS ?= --workdir-root $(HOME) --workdir-root $${TMPDIR:-/tmp} --
 .PHONY: run test build site server install deps-run deps-test unit e2e bench release clean-site
 
 ## run: install what is missing, build, serve on http://$(BERTH_ADDR) with SQLite (the dashboard's
-## files are built into the binary; BERTH_SITE_ROOT=DIR serves others instead)
+## files are built into the binary; BERTH_SITE_ROOT=DIR serves others instead). The first run
+## takes longer: the dashboard's wasm is an optimized release build
 run: deps-run build
 	$(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS) $(BERTH_WORKDIR_ROOTS)
 
@@ -69,35 +74,29 @@ install: build
 	install -m 0755 $(BIN) $(HOME)/.cargo/bin/berth
 	@echo "installed $(HOME)/.cargo/bin/berth"
 
-ECHARTS := frontend/node_modules/echarts/dist/echarts.min.js
 # npm writes this marker on install; reinstall when the lock file is newer.
 frontend/node_modules/.package-lock.json: frontend/package-lock.json
 	cd frontend && npm ci --no-audit --no-fund --loglevel=error
 
-## site: the dashboard's wasm, js and css under $(SITE)/pkg (and ECharts, from npm)
+## site: the dashboard's files under $(SITE)/pkg: the optimized wasm (a release build, then
+## wasm-opt), its JS glue, the CSS, ECharts and the YAML editor (CodeMirror, bundled with
+## esbuild), each under a content-hashed name with gzip and brotli copies; prints their sizes
 site: frontend/node_modules/.package-lock.json
-	cargo build -p berth-frontend --lib --target wasm32-unknown-unknown
-	@mkdir -p $(SITE)/pkg
-	wasm-bindgen --target web --out-dir $(SITE)/pkg --out-name berth $(WASM)
-	cp style/main.css $(SITE)/pkg/berth.css
-	cp $(ECHARTS) $(SITE)/pkg/echarts.min.js
-	gzip -6 -kf $(SITE)/pkg/berth_bg.wasm $(SITE)/pkg/berth.js $(SITE)/pkg/berth.css $(SITE)/pkg/echarts.min.js
-
-## release: one self-contained `berth` (the optimized dashboard embedded), in $(TARGET)/server-release;
-## reports the wasm's and the binary's sizes
-release: deps-run
 	cargo build -p berth-frontend --lib --target wasm32-unknown-unknown --release
-	@mkdir -p $(TARGET)/release-site/pkg
-	wasm-bindgen --target web --out-dir $(TARGET)/release-site/pkg --out-name berth $(TARGET)/wasm32-unknown-unknown/release/berth_frontend.wasm
-	cp style/main.css $(TARGET)/release-site/pkg/berth.css
-	cp $(ECHARTS) $(TARGET)/release-site/pkg/echarts.min.js
-	@w=$(TARGET)/release-site/pkg/berth_bg.wasm; echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip (wasm-bindgen output)"; \
-	opt=$$(command -v wasm-opt || ls $(HOME)/.cache/berth-tools/node_modules/.bin/wasm-opt 2>/dev/null || true); \
-	ver=$$($${opt:-false} --version 2>/dev/null | grep -o 'version [0-9]*' | grep -o '[0-9]*' || echo 0); \
-	if [ "$$ver" -ge 116 ]; then \
-	  $$opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int $$w -o $$w && \
-	  echo "wasm: $$(stat -c %s $$w) B raw, $$(gzip -9c $$w | wc -c) B gzip (after wasm-opt $$ver)"; \
-	else echo "wasm-opt >= 116 not found (npm install --prefix ~/.cache/berth-tools binaryen@132), size not optimized"; fi
-	gzip -9 -kf $(TARGET)/release-site/pkg/berth_bg.wasm $(TARGET)/release-site/pkg/berth.js $(TARGET)/release-site/pkg/berth.css $(TARGET)/release-site/pkg/echarts.min.js
-	BERTH_EMBED_SITE_DIR=$(TARGET)/release-site cargo build -p berth-server --bin berth --profile server-release
+	@$(MAKE) --no-print-directory $(SITE)/pkg/manifest.json
+	@node frontend/pack.mjs --report $(SITE)
+
+# Repacked only when an input changed: wasm-opt takes a while.
+$(SITE)/pkg/manifest.json: $(WASM) style/main.css frontend/pack.mjs frontend/js/yaml-editor.js frontend/package-lock.json
+	@mkdir -p $(BINDGEN)
+	wasm-bindgen --target web --out-dir $(BINDGEN) --out-name berth $(WASM)
+	@echo "wasm-bindgen output: $$(stat -c %s $(BINDGEN)/berth_bg.wasm) B; wasm-opt -Oz:"
+	$(WASM_OPT) -Oz --enable-bulk-memory --enable-nontrapping-float-to-int $(BINDGEN)/berth_bg.wasm -o $(BINDGEN)/berth_bg.wasm
+	cp style/main.css $(BINDGEN)/berth.css
+	node frontend/pack.mjs $(BINDGEN) $(SITE)
+
+## release: one self-contained `berth` (the dashboard embedded), in $(TARGET)/server-release;
+## reports the wasm's and the binary's sizes
+release: deps-run site
+	cargo build -p berth-server --bin berth --profile server-release
 	@echo "berth: $$(stat -c %s $(TARGET)/server-release/berth) B, dashboard included: $(TARGET)/server-release/berth"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Berth's build and tests need and is missing; idempotent, skips what is there.
-#   .ci/install.sh run    - enough to build and serve: the wasm target, wasm-bindgen-cli, ECharts (npm)
+#   .ci/install.sh run    - enough to build and serve: the wasm target, wasm-bindgen-cli, the
+#                           dashboard's npm packages (ECharts, CodeMirror, esbuild, binaryen)
 #   .ci/install.sh test   - plus PostgreSQL, Chromium, Prometheus (Debian), the end2end npm
 #                           packages and the Python venvs of Ray, schemathesis and anyscale (PyPI)
 #   .ci/install.sh bench  - plus GNU parallel (a peer in the runtime bench)
@@ -23,9 +24,10 @@ if [ "$have" != "$want" ]; then
   cargo install wasm-bindgen-cli --version "$want"
 fi
 
-# ECharts, served by the dashboard itself (frontend/package.json pins it; no CDN).
-if [ ! -f frontend/node_modules/echarts/dist/echarts.min.js ] || [ frontend/package-lock.json -nt frontend/node_modules/.package-lock.json ]; then
-  say "installing ECharts (npm) for the dashboard's charts"
+# ECharts and CodeMirror, served by the dashboard itself (no CDN), and esbuild and binaryen's
+# wasm-opt that build its files (frontend/package.json).
+if [ ! -f frontend/node_modules/echarts/dist/echarts.min.js ] || [ ! -x frontend/node_modules/.bin/esbuild ] || [ frontend/package-lock.json -nt frontend/node_modules/.package-lock.json ]; then
+  say "installing the dashboard's npm packages (ECharts, CodeMirror, esbuild, wasm-opt)"
   (cd frontend && npm ci --no-audit --no-fund --loglevel=error)
 fi
 

@@ -3,7 +3,7 @@
 //! - the dashboard's static files (`http/assets.rs` compiles them in with rust-embed): the
 //!   directory `BERTH_EMBED_SITE_DIR`, else `$CARGO_TARGET_DIR/site` (where `make site`
 //!   writes), passed on as `BERTH_EMBED_SITE`; an empty directory when it has no
-//!   `pkg/berth.js` yet, so a plain `cargo build` still works (that binary then needs
+//!   `pkg/manifest.json` yet, so a plain `cargo build` still works (that binary then needs
 //!   `--site-root`);
 //! - the commit it is built from (`berth version`), as `BERTH_COMMIT`.
 
@@ -34,7 +34,7 @@ fn embed_site() {
     if let Some(watched) = pkg.ancestors().find(|p| p.exists()) {
         println!("cargo:rerun-if-changed={}", watched.display());
     }
-    let dir = if pkg.join("berth.js").is_file() {
+    let dir = if pkg.join("manifest.json").is_file() {
         site
     } else {
         println!(

@@ -152,7 +152,7 @@ test('the usage chart carries the data points of the queue that ran jobs', async
   await page.goto(`${server.url}/history?range=1h&flavor=local&resource=cpu&view=stacked`);
   await hydrated(page);
   const stacked = await eventually(() => page.evaluate(() => {
-    const c = window.echarts.getInstanceByDom(document.querySelector('[data-testid=history-chart]'));
+    const c = window.echarts?.getInstanceByDom(document.querySelector('[data-testid=history-chart]'));
     return c && c.getOption().series.length ? c.getOption().series.map((s) => ({ name: s.name, stack: s.stack })) : null;
   }), { what: 'the stacked chart' });
   assert.ok(stacked.some((s) => s.name === 'default' && s.stack === 'usage'), JSON.stringify(stacked));
@@ -240,7 +240,7 @@ test('overview and queue pages, and live updates surviving a server restart', as
   await page.waitForSelector('[data-testid=pending-row]');
   // The queue's own chart draws its usage series.
   const names = await eventually(() => page.evaluate(() => {
-    const c = window.echarts.getInstanceByDom(document.querySelector('[data-testid=queue-chart]'));
+    const c = window.echarts?.getInstanceByDom(document.querySelector('[data-testid=queue-chart]'));
     return c && c.getOption().series.length ? c.getOption().series.map((s) => s.name) : null;
   }), { what: 'the queue chart' });
   assert.ok(names.includes('default · local'), names.join());

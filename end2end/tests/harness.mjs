@@ -197,3 +197,8 @@ export async function eventually(f, { timeout = 20_000, what = 'condition' } = {
  * knows the nodes, for the warnings that need them.
  */
 export const notCapacityCheck = (path) => !path.startsWith('/api/capacity_warnings');
+/** The config page's YAML code editor, once it has replaced the plain text box. */
+export async function yamlEditor(page) {
+  await page.locator('#panel-yaml .cm-editor').waitFor();
+  return page.getByRole('textbox', { name: 'Draft config (YAML or JSON)' });
+}

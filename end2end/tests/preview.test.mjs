@@ -78,7 +78,7 @@ test('lowering a quota and previewing shows longer waits, in the table and the c
   // The chart (ECharts, built with charming): per queue an active and a draft bar; batch's
   // draft bar is the taller one.
   const chart = await eventually(() => page.evaluate(() => {
-    const c = window.echarts.getInstanceByDom(document.querySelector('[data-testid=wait-chart]'));
+    const c = window.echarts?.getInstanceByDom(document.querySelector('[data-testid=wait-chart]'));
     if (!c || !c.getOption().series.length) return null;
     const o = c.getOption();
     return { queues: o.xAxis[0].data, series: o.series.map((s) => ({ name: s.name, data: s.data })) };

@@ -1,7 +1,8 @@
 //! The `berth` binary on its own: copied alone into an empty directory and started there
 //! with no build tree and no `BERTH_SITE_ROOT`, it serves the dashboard's files from
-//! inside itself (gzip when asked, revalidated by ETag), creates its SQLite database under
-//! the working directory, and says its version and commit.
+//! inside itself (content-hashed names cached as immutable, brotli or gzip when asked,
+//! revalidated by ETag), creates its SQLite database under the working directory, and says
+//! its version and commit.
 
 mod common;
 
@@ -83,46 +84,68 @@ async fn the_binary_alone_serves_the_dashboard() {
     assert!(dir.join("data/berth.db").is_file(), "the default SQLite database is created under the working directory");
     let http = reqwest::Client::new();
 
-    // The page links the files the binary carries.
+    // The page links the files the binary carries, by content-hashed names, and lists them
+    // for the scripts it loads later (ECharts, the YAML editor).
     let page = http.get(format!("{}/", server.url)).send().await.unwrap();
     assert_eq!(page.status().as_u16(), 200);
     let html = page.text().await.unwrap();
-    assert!(html.contains("/pkg/berth.js") && html.contains("/pkg/berth.css"), "{html}");
-
+    let names = files_listed(&html);
     for (file, mime, magic) in [
         ("berth.js", "javascript", &b""[..]),
         ("berth_bg.wasm", "application/wasm", &b"\0asm"[..]),
         ("berth.css", "text/css", &b""[..]),
         ("echarts.min.js", "javascript", &b""[..]),
+        ("yaml-editor.js", "javascript", &b""[..]),
     ] {
-        let url = format!("{}/pkg/{file}", server.url);
-        let plain = http.get(&url).send().await.unwrap();
+        let hashed = names[file].as_str().unwrap_or_else(|| panic!("{file} is listed: {names}"));
+        let (stem, ext) = file.rsplit_once('.').unwrap();
+        let hash = hashed.strip_prefix(&format!("{stem}.")).and_then(|h| h.strip_suffix(&format!(".{ext}"))).unwrap_or("");
+        assert!(hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()), "{file} is named by its content hash: {hashed}");
+        if file != "echarts.min.js" && file != "yaml-editor.js" {
+            assert!(html.contains(&format!("/pkg/{hashed}")), "the page links {hashed}");
+        }
+        let url = format!("{}/pkg/{hashed}", server.url);
+        let plain = http.get(&url).header("accept-encoding", "identity").send().await.unwrap();
         assert_eq!(plain.status().as_u16(), 200, "{file}");
         let header = |r: &reqwest::Response, h: &str| r.headers().get(h).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         assert!(header(&plain, "content-type").contains(mime), "{file}: {}", header(&plain, "content-type"));
-        assert_eq!(header(&plain, "cache-control"), "no-cache", "{file}");
+        assert_eq!(header(&plain, "cache-control"), "public, max-age=31536000, immutable", "{file}");
         assert_eq!(header(&plain, "content-encoding"), "", "{file}: not compressed unless asked");
         let etag = header(&plain, "etag");
         assert!(etag.starts_with('"'), "{file}: a strong ETag, got {etag:?}");
         let body = plain.bytes().await.unwrap();
         assert!(body.len() > 1000 && body.starts_with(magic), "{file}: {} B", body.len());
 
-        // Precompressed when the client takes gzip.
-        let gz = http.get(&url).header("accept-encoding", "gzip").send().await.unwrap();
-        assert_eq!(gz.status().as_u16(), 200);
-        assert_eq!(header(&gz, "content-encoding"), "gzip", "{file}");
-        let gz_etag = header(&gz, "etag");
-        let zipped = gz.bytes().await.unwrap();
-        assert!(zipped.starts_with(&[0x1f, 0x8b]) && zipped.len() < body.len(), "{file}: gzip {} B vs {} B", zipped.len(), body.len());
-
+        // Precompressed: brotli when the client takes it (browsers do), else gzip.
+        let mut tags = vec![(etag, "identity")];
+        for (accept, coding, magic) in [("gzip, deflate, br", "br", &[][..]), ("gzip", "gzip", &[0x1f, 0x8b][..])] {
+            let r = http.get(&url).header("accept-encoding", accept).send().await.unwrap();
+            assert_eq!(r.status().as_u16(), 200);
+            assert_eq!(header(&r, "content-encoding"), coding, "{file} for {accept}");
+            assert_eq!(header(&r, "vary"), "accept-encoding", "{file}");
+            tags.push((header(&r, "etag"), accept));
+            let packed = r.bytes().await.unwrap();
+            assert!(packed.starts_with(magic) && packed.len() < body.len(), "{file}: {coding} {} B vs {} B", packed.len(), body.len());
+        }
         // A browser revalidating its copy is told it is current.
-        for (tag, encoding) in [(&etag, "identity"), (&gz_etag, "gzip")] {
-            let again = http.get(&url).header("if-none-match", tag).header("accept-encoding", encoding).send().await.unwrap();
+        for (tag, encoding) in &tags {
+            let again = http.get(&url).header("if-none-match", tag).header("accept-encoding", *encoding).send().await.unwrap();
             assert_eq!(again.status().as_u16(), 304, "{file} with {encoding}");
         }
     }
-    let missing = http.get(format!("{}/pkg/nothing-here.js", server.url)).send().await.unwrap();
-    assert_eq!(missing.status().as_u16(), 404);
+    // Only the hashed names are served: a plain one would be cached under a name that changes.
+    for missing in ["berth.js", "nothing-here.js", "../Cargo.toml"] {
+        let r = http.get(format!("{}/pkg/{missing}", server.url)).send().await.unwrap();
+        assert_eq!(r.status().as_u16(), 404, "{missing}");
+    }
+}
+
+/// The JSON list of file names in a page's head.
+fn files_listed(html: &str) -> serde_json::Value {
+    let start = html.find("id=\"berth-files\"").expect("the page lists its files");
+    let json = &html[start..];
+    let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+    serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"))
 }
 
 /// `BERTH_SITE_ROOT` still wins, so a developer can serve a fresh frontend build.

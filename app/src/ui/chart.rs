@@ -1,7 +1,8 @@
-//! Charts drawn by ECharts (served by the app at `/pkg/echarts.min.js`) from options the
-//! server built with charming: a titled box per chart with its legend (a wrapping list of
-//! buttons that show and hide series), the series it left out, a caption, and words instead
-//! of empty axes. [`ChartClock`] keeps their time axes following the clock.
+//! Charts drawn by ECharts (served by the app, loaded by the first chart a page shows: see
+//! `scripts`) from options the server built with charming: a titled box per chart with its
+//! legend (a wrapping list of buttons that show and hide series), the series it left out, a
+//! caption, and words instead of empty axes. [`ChartClock`] keeps their time axes following
+//! the clock.
 
 use leptos::html::Div;
 use leptos::prelude::*;
@@ -47,7 +48,12 @@ pub fn Chart(#[prop(into)] data: Signal<Option<ChartData>>, label: String, #[pro
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| {
         if let (Some(el), Some(d)) = (el.get(), data.get()) {
-            browser::draw(&el, &d.option, &off.get_untracked());
+            let off = off.get_untracked();
+            leptos::task::spawn_local(async move {
+                if super::scripts::load(super::scripts::Script::ECharts).await {
+                    browser::draw(&el, &d.option, &off);
+                }
+            });
         }
     });
     let field = move |f: fn(&ChartData) -> String| move || data.with(|d| d.as_ref().map(f).unwrap_or_default());

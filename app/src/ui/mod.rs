@@ -13,13 +13,16 @@ mod cohort;
 mod diff_view;
 mod editor;
 mod events;
+pub mod files;
 mod history;
 mod job_detail;
 mod jobs_list;
 mod live;
+mod nav;
 mod overview;
 mod queue;
 mod reason;
+pub mod scripts;
 pub mod server_fns;
 mod session;
 mod stage;
@@ -28,8 +31,10 @@ mod versions;
 mod widgets;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
-use leptos_router::components::{Route, Router, Routes, A};
+use leptos_meta::{provide_meta_context, Title};
+#[cfg(feature = "ssr")]
+use leptos_meta::MetaTags;
+use leptos_router::components::{Route, Router, Routes};
 use leptos_router::path;
 
 use accounting::AccountingPage;
@@ -58,8 +63,16 @@ pub fn urlencode(s: &str) -> String {
     out
 }
 
-/// The HTML document around the app, rendered on the server.
-pub fn shell(options: LeptosOptions) -> impl IntoView {
+/// The HTML document around the app, rendered on the server. The stylesheet, the wasm and
+/// its glue are linked by their content-hashed names (`files`); the module script starts
+/// the wasm, which hydrates the page. ECharts and the YAML editor are not loaded here: the
+/// pages that need them load them (`scripts`).
+#[cfg(feature = "ssr")]
+pub fn shell(_options: LeptosOptions) -> impl IntoView {
+    let names = use_context::<files::FileNames>().unwrap_or_default();
+    let nonce = leptos::nonce::use_nonce();
+    let (js, wasm) = (names.url("berth.js"), names.url("berth_bg.wasm"));
+    let start = format!("import init, {{ hydrate }} from {js:?};\ninit({{ module_or_path: {wasm:?} }}).then(hydrate);");
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -67,9 +80,11 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <link rel="icon" href="data:,"/>
-                // ECharts draws the charts; served by the app itself, never from a CDN.
-                <script defer src="/pkg/echarts.min.js"></script>
-                <HydrationScripts options/>
+                <link rel="stylesheet" href=names.url("berth.css")/>
+                <link rel="modulepreload" href=js/>
+                <link rel="preload" href=wasm r#as="fetch" r#type="application/wasm" crossorigin=""/>
+                <script type="application/json" id=files::FILES_ELEMENT_ID nonce=nonce.clone()>{names.to_json()}</script>
+                <script type="module" nonce=nonce>{start}</script>
                 <MetaTags/>
             </head>
             <body>
@@ -92,22 +107,9 @@ pub fn App() -> impl IntoView {
         }
     });
     view! {
-        <Stylesheet id="leptos" href="/pkg/berth.css"/>
         <Title text="Berth"/>
         <Router>
-            <header class="topbar">
-                <a class="brand" href="/">"⚓ Berth"</a>
-                <nav class="mainnav" aria-label="Main">
-                    <A href="/" exact=true>"Overview"</A>
-                    <A href="/jobs">"Jobs"</A>
-                    <A href="/events">"Events"</A>
-                    <A href="/history">"Usage"</A>
-                    <A href="/usage">"Accounting"</A>
-                    <A href="/config">"Config"</A>
-                    {session::can(crate::auth::Role::Admin).then(|| view! { <A href="/admin/tokens">"Admin"</A> })}
-                </nav>
-                <session::UserMenu/>
-            </header>
+            <nav::TopBar/>
             <main class="page">
                 <Routes fallback=|| view! { <div class="card"><h1>"Not found"</h1><p>"There is no page here."</p><a href="/">"Back to the dashboard"</a></div> }>
                     <Route path=path!("/") view=OverviewPage/>

@@ -43,7 +43,8 @@ pub fn VersionsPage() -> impl IntoView {
     }
 }
 
-/// The table is a GET form: the two radio columns pick the versions `/config/diff` compares.
+/// The table is a GET form: the From and To radio columns pick the versions `/config/diff`
+/// compares.
 #[component]
 fn VersionTable(page: VersionPage, first: bool) -> impl IntoView {
     let rows = page.versions.into_iter().enumerate().map(|(i, v)| {
@@ -52,10 +53,14 @@ fn VersionTable(page: VersionPage, first: bool) -> impl IntoView {
         view! {
             <tr class:active=v.is_active data-testid="version-row">
                 <td class="pick">
-                    <label class="sr-only" for=format!("from-{n}")>{format!("Compare from version {n}")}</label>
-                    <input type="radio" name="from" id=format!("from-{n}") value=n checked=i == 1/>
-                    <label class="sr-only" for=format!("to-{n}")>{format!("Compare to version {n}")}</label>
-                    <input type="radio" name="to" id=format!("to-{n}") value=n checked=i == 0/>
+                    <input type="radio" name="from" id=format!("from-{n}") value=n checked=i == 1
+                        aria-label=format!("Compare from version {n}")/>
+                    <label class="pick-label" for=format!("from-{n}") aria-hidden="true">"from"</label>
+                </td>
+                <td class="pick">
+                    <input type="radio" name="to" id=format!("to-{n}") value=n checked=i == 0
+                        aria-label=format!("Compare to version {n}")/>
+                    <label class="pick-label" for=format!("to-{n}") aria-hidden="true">"to"</label>
                 </td>
                 <td><a href=href>{format!("v{n}")}</a>
                     {v.is_active.then(|| view! { " " <span class="badge active">"active"</span> })}</td>
@@ -71,7 +76,8 @@ fn VersionTable(page: VersionPage, first: bool) -> impl IntoView {
             <div class="table-wrap">
                 <table class="versions" data-testid="versions">
                     <thead><tr>
-                        <th scope="col"><abbr title="Pick two versions to compare: from (left), to (right)">"From / to"</abbr></th>
+                        <th scope="col" class="pick" title="Pick the older version to compare">"From"</th>
+                        <th scope="col" class="pick" title="Pick the newer version to compare">"To"</th>
                         <th scope="col">"Version"</th><th scope="col">"Applied"</th><th scope="col">"By"</th>
                         <th scope="col">"Message"</th><th scope="col">"Download"</th>
                     </tr></thead>

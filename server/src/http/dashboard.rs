@@ -11,6 +11,7 @@ use app::config::parse::{parse, Format};
 use app::jobs::{Admissions, CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus, UsageReport};
 use app::preview::PreviewReport;
 use app::ui::backend::{Answer, Backend, SharedBackend};
+use app::ui::files::FileNames;
 use app::ui::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use axum::http::request::Parts;
 use axum::Router;
@@ -30,15 +31,17 @@ use crate::services::config::ServiceError;
 use crate::state::AppState;
 use crate::store::config::{ApplyMeta, StoreError};
 
-/// The dashboard routes and the static files under the site root.
-pub fn dashboard(state: AppState, options: LeptosOptions) -> Router {
+/// The dashboard's pages, linking the static files by `files` (their hashed names).
+pub fn dashboard(state: AppState, options: LeptosOptions, files: FileNames) -> Router {
     let routes = generate_route_list(app::ui::App);
     let backend: SharedBackend = Arc::new(state);
     let shell_options = options.clone();
-    // Every page, the 404 page too, gets the backend and the nonce the auth middleware put
-    // in this response's Content-Security-Policy (without it a 404 page's scripts are blocked).
+    // Every page, the 404 page too, gets the backend, the files' names and the nonce the auth
+    // middleware put in this response's Content-Security-Policy (without it a 404 page's
+    // scripts are blocked).
     let context = move || {
         provide_context(backend.clone());
+        provide_context(files.clone());
         if let Some(nonce) = use_context::<Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned()) {
             provide_context(leptos::nonce::Nonce::from_value(nonce.0));
         }

@@ -79,11 +79,11 @@ pub fn router(state: AppState, leptos: LeptosOptions) -> Router {
 /// request authenticated first and timed by its route (see [`metrics::track`]).
 pub fn router_serving(state: AppState, leptos: LeptosOptions, assets: Assets) -> Router {
     let recorder = state.runtime.metrics().clone();
-    let dashboard = crate::http::dashboard::dashboard(state.clone(), leptos);
-    let dashboard = match assets {
-        Assets::Embedded => assets::routes().merge(dashboard),
-        Assets::SiteRoot => dashboard,
+    let site = match assets {
+        Assets::Embedded => assets::Site::embedded(),
+        Assets::SiteRoot => assets::Site::dir(std::path::PathBuf::from(leptos.site_root.to_string())),
     };
+    let dashboard = assets::routes(site.clone()).merge(crate::http::dashboard::dashboard(state.clone(), leptos, site.names()));
     api_routes(state.clone())
         .merge(dashboard)
         .route_layer(axum::middleware::from_fn(metrics::record_route))

@@ -113,11 +113,13 @@ pub fn ReviewDialog() -> impl IntoView {
     let busy = RwSignal::new(false);
     let failure = RwSignal::new(None::<String>);
     let refused = RwSignal::new(Vec::new());
+    // The dialog opens at its top, on the change summary: the heading takes the focus (a
+    // focused message box further down would scroll the summary away).
     Effect::new(move |_| {
         if ed.reviewing.get() {
             failure.set(None);
             refused.set(Vec::new());
-            focus_later("apply-message".into());
+            focus_later("review-title".into());
         }
     });
     let close = move || {
@@ -173,7 +175,7 @@ pub fn ReviewDialog() -> impl IntoView {
             <div class="modal" role="dialog" aria-modal="true" aria-labelledby="review-title" data-testid="review"
                 on:keydown=move |ev| if ev.key() == "Escape" { close() }>
                 <header class="modal-head">
-                    <h2 id="review-title">{move || format!("Apply the draft as version {}?", ed.active.with(|a| a.version) + 1)}</h2>
+                    <h2 id="review-title" tabindex="-1">{move || format!("Apply the draft as version {}?", ed.active.with(|a| a.version) + 1)}</h2>
                     <button type="button" class="small" aria-label="Close the review" on:click=move |_| close()>"Close"</button>
                 </header>
                 <div class="modal-body">

@@ -5,6 +5,7 @@
 //! applied over someone else's change.
 
 mod apply;
+mod code;
 mod draft;
 mod fields;
 mod flavors;
@@ -261,7 +262,6 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
                 <p><strong>"This version is not running. "</strong>{note}</p>
             </div>
         })}
-        <ApplyNotice/>
         <ConflictBanner/>
         <Show when=move || ed.restored.get().is_some() && ed.dirty()>
             <div class="banner info" role="status" data-testid="restored">
@@ -292,6 +292,8 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
                     title=move || review_hint(ed)
                     on:click=move |_| ed.reviewing.set(true)>"Review & apply"</button>
             </div>
+            // In the sticky bar, beside the button: in view wherever the page is scrolled.
+            <ApplyNotice/>
         </div>
         <div class="editor-layout">
             <div class="editor-main">
@@ -333,18 +335,14 @@ fn review_hint(ed: Editor) -> String {
     }
 }
 
-/// The draft as YAML text; parse problems carry line and column.
+/// The draft as YAML text, in a code editor that marks each problem at its line.
 #[component]
 fn YamlPanel() -> impl IntoView {
-    let ed = expect_context::<Editor>();
     view! {
         <section role="tabpanel" id="panel-yaml" aria-labelledby="tab-yaml" class="card">
             <label class="field-label" for="draft">"Draft config (YAML or JSON)"</label>
             <p class="hint">"The same draft as the form: edits here show there and back. Validated as you type, in your browser."</p>
-            <textarea id="draft" class="code-input yaml-editor" spellcheck="false" rows="28"
-                aria-describedby="editor-problems"
-                prop:value=move || ed.yaml_text.get()
-                on:input=move |ev| ed.set_yaml(event_target_value(&ev))>{ed.yaml_text.get_untracked()}</textarea>
+            <code::YamlCode/>
         </section>
     }
 }
@@ -419,7 +417,7 @@ fn ProblemPanel() -> impl IntoView {
 /// Focuses the field of `path` in the form (or the nearest one inside it).
 fn jump_to(ed: Editor, path: &str) {
     if ed.tab.get_untracked() == Tab::Yaml {
-        fields::focus_later("draft".into());
+        code::focus_text();
         return;
     }
     let path = path.to_string();
