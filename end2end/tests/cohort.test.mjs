@@ -123,7 +123,7 @@ test('borrowed use shows apart from nominal use; the cohort page shows members; 
   await eventually(async () => Number(await page.getAttribute('[data-testid=cohort-chart]', 'data-points')) > 0, { what: 'cohort chart points' });
   // The stack carries the members' quota sum and the capacity.
   const lines = await eventually(() => page.evaluate(() => {
-    const c = window.echarts.getInstanceByDom(document.querySelector('[data-testid=cohort-chart]'));
+    const c = window.echarts && window.echarts.getInstanceByDom(document.querySelector('[data-testid=cohort-chart]'));
     return c && c.getOption().series.length ? c.getOption().series.map((s) => s.name) : null;
   }), { what: 'the cohort chart series' });
   assert.ok(lines.includes('quota (sum of the queues)') && lines.includes('capacity (nodes now)'), lines.join());
