@@ -174,6 +174,23 @@ async fn package_exists(State(state): State<AppState>, axum::extract::Path((prot
 }
 
 /// `PUT /api/packages/{protocol}/{name}`: the zip archive, at most the package limit.
+/// The most of a refused upload read anyway so that its client gets the refusal (see
+/// [`upload`]), unless twice the limit is more.
+const DRAIN_BYTES: u64 = 64 << 20;
+
+/// Reads and drops a request body, at most `bound` bytes, a chunk at a time.
+async fn drain(body: Body, bound: u64) {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut read = 0u64;
+    while let Some(Ok(chunk)) = stream.next().await {
+        read += chunk.len() as u64;
+        if read >= bound {
+            break;
+        }
+    }
+}
+
 async fn upload(
     State(state): State<AppState>,
     caller: Caller,
@@ -184,6 +201,11 @@ async fn upload(
     let too_large = |size: u64| RayError(PackageError::TooLarge { size, limit }.into());
     let declared = request.headers().get(CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if let Some(size) = declared.filter(|s| *s > limit) {
+        // Read what the client is still sending before refusing, within reason: a client
+        // cut off mid-upload sees a reset connection, not this answer.
+        if size <= limit.saturating_mul(2).max(DRAIN_BYTES) {
+            drain(request.into_body(), size).await;
+        }
         return Err(too_large(size));
     }
     let bytes = axum::body::to_bytes(request.into_body(), usize::try_from(limit).unwrap_or(usize::MAX)).await.map_err(|e| {
