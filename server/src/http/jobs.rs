@@ -117,12 +117,18 @@ pub(crate) fn job_query(params: &Params) -> Result<(JobFilter, Option<i64>, i64)
 
 /// An RFC 3339 time, or a duration ago (`90s`, `15m`, `2h`, `7d`), as microseconds.
 pub fn parse_time(name: &str, raw: &str) -> Result<i64, ApiError> {
+    parse_time_at(name, raw, now_us())
+}
+
+/// [`parse_time`] with a duration counted back from `now`, so that two bounds read in one
+/// request are a whole range apart ("last hour" is 3,600,000 ms wide, not a microsecond less).
+pub fn parse_time_at(name: &str, raw: &str, now: i64) -> Result<i64, ApiError> {
     let raw = raw.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(raw) {
         return Ok(t.with_timezone(&Utc).timestamp_micros());
     }
     if let Some(d) = parse_duration(raw) {
-        return Ok(now_us() - d.as_micros().min(i64::MAX as u128 / 2) as i64);
+        return Ok(now - d.as_micros().min(i64::MAX as u128 / 2) as i64);
     }
     Err(ApiError::bad_request(format!("{name}: `{raw}` is neither an RFC 3339 time nor a duration like 15m, 2h, 7d")))
 }
@@ -317,8 +323,8 @@ async fn history(State(state): State<AppState>, params: Params) -> Result<Respon
 /// The history range, step and series filter, shared by the REST API and the dashboard.
 pub(crate) fn history_query(params: &Params) -> Result<HistoryQuery, ApiError> {
     let now = now_us();
-    let since = params.get("since").map(|t| parse_time("since", t)).transpose()?.unwrap_or(now - 3600 * 1_000_000);
-    let until = params.get("until").map(|t| parse_time("until", t)).transpose()?.unwrap_or(now);
+    let since = params.get("since").map(|t| parse_time_at("since", t, now)).transpose()?.unwrap_or(now - 3600 * 1_000_000);
+    let until = params.get("until").map(|t| parse_time_at("until", t, now)).transpose()?.unwrap_or(now);
     if until <= since {
         return Err(ApiError::bad_request("until: must be later than since"));
     }

@@ -11,7 +11,7 @@ use axum::{Json, Router};
 
 use super::body::{Params, PathText};
 use super::error::ApiError;
-use super::jobs::parse_time;
+use super::jobs::parse_time_at;
 use crate::clock::now_us;
 use crate::services::auth::Caller;
 use crate::state::AppState;
@@ -41,16 +41,18 @@ async fn usage(State(state): State<AppState>, params: Params) -> Result<Response
 /// The report's grouping and range, shared by the REST API and the dashboard.
 pub(crate) fn usage_query(params: &Params) -> Result<(UsageGroup, i64, i64), ApiError> {
     let by = UsageGroup::parse(params.get("by").unwrap_or("user")).map_err(ApiError::bad_request)?;
-    let until = params.get("until").map(|t| parse_time("until", t)).transpose()?.unwrap_or_else(now_us);
-    let since = params.get("since").map(|t| parse_time("since", t)).transpose()?.unwrap_or(until - 7 * 86_400 * 1_000_000);
+    let now = now_us();
+    let until = params.get("until").map(|t| parse_time_at("until", t, now)).transpose()?.unwrap_or(now);
+    let since = params.get("since").map(|t| parse_time_at("since", t, now)).transpose()?.unwrap_or(until - 7 * 86_400 * 1_000_000);
     Ok((by, since, until))
 }
 
 /// `queue=&since=&until=` of the dashboard's wait-time charts (default: the last hour).
 pub(crate) fn admissions_query(params: &Params) -> Result<(String, i64, i64), ApiError> {
     let queue = params.get("queue").filter(|q| !q.is_empty()).ok_or_else(|| ApiError::bad_request("queue: a queue name is needed"))?;
-    let until = params.get("until").map(|t| parse_time("until", t)).transpose()?.unwrap_or_else(now_us);
-    let since = params.get("since").map(|t| parse_time("since", t)).transpose()?.unwrap_or(until - 3600 * 1_000_000);
+    let now = now_us();
+    let until = params.get("until").map(|t| parse_time_at("until", t, now)).transpose()?.unwrap_or(now);
+    let since = params.get("since").map(|t| parse_time_at("since", t, now)).transpose()?.unwrap_or(until - 3600 * 1_000_000);
     Ok((queue.to_string(), since, until))
 }
 
