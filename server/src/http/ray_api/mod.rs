@@ -173,7 +173,6 @@ async fn package_exists(State(state): State<AppState>, axum::extract::Path((prot
     }
 }
 
-/// `PUT /api/packages/{protocol}/{name}`: the zip archive, at most the package limit.
 /// The most of a refused upload read anyway so that its client gets the refusal (see
 /// [`upload`]), unless twice the limit is more.
 const DRAIN_BYTES: u64 = 64 << 20;
@@ -191,6 +190,7 @@ async fn drain(body: Body, bound: u64) {
     }
 }
 
+/// `PUT /api/packages/{protocol}/{name}`: the zip archive, at most the package limit.
 async fn upload(
     State(state): State<AppState>,
     caller: Caller,
