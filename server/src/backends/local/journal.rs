@@ -45,7 +45,15 @@ impl Journal {
         }
         let current = all.keys().next_back().map_or(1, |n| n + 1);
         all.insert(current, Segment::default());
-        Journal { dir, per_segment, state: Mutex::new(Segments { current, begun: 0, file: None, all }) }
+        let journal = Journal { dir, per_segment, state: Mutex::new(Segments { current, begun: 0, file: None, all }) };
+        // A server killed between a spawn and its pid line left a run with no record: found
+        // by its environment, it is recorded now, so recovery adopts it and never starts it
+        // twice (also when another replica on this data dir reads the journal again).
+        let found = journal.record_unrecorded(leaders_writing_to(&journal.dir));
+        if found > 0 {
+            tracing::warn!(runs = found, "found runs started just before a server stopped, with no pid recorded; adopting them");
+        }
+        journal
     }
 
     /// Reads every segment again, and begins new runs in a new one: another server on this

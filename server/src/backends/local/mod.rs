@@ -190,13 +190,6 @@ impl LocalBackend {
         let spares = Arc::new(Spares::open(runs.join(".spare"), cfg.spare_floor));
         spares.refill();
         let journal = Arc::new(Journal::open(runs.join("journal"), SEGMENT_RUNS));
-        // A server killed between a spawn and its pid line left a run with no record: found
-        // by its environment, it is recorded now, so recovery adopts it and never starts it
-        // twice.
-        let found = journal.record_unrecorded(leaders_writing_to(&journal.dir));
-        if found > 0 {
-            tracing::warn!(runs = found, "found runs started just before the server stopped, with no pid recorded; adopting them");
-        }
         Arc::new(LocalBackend { cfg, exits, live: Arc::default(), spares, journal })
     }
 
