@@ -226,6 +226,10 @@ const JOB_UPDATE: &str = "UPDATE jobs SET state = $1, queue = $2, priority = $3,
      rule_index = $18, config_version = $19 WHERE id = $20";
 const JOB_UPDATE_PARAMS: usize = 20;
 
+/// A changed request, with the columns accounting reads from it.
+const SPEC_UPDATE: &str = "UPDATE jobs SET spec_json = $1, req_cpu = $2, req_gpu = $3, req_memory_gb = $4 WHERE id = $5";
+const SPEC_UPDATE_PARAMS: usize = 5;
+
 const INSERT_EVENTS: &str =
     "INSERT INTO events (at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json) VALUES";
 const EVENT_PARAMS: usize = 10;
@@ -238,7 +242,7 @@ type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
 
 /// Parameters of one [`JobStore::update`].
 fn update_params(jobs: &[(&JobRow, bool)], events: &[NewEvent]) -> usize {
-    jobs.iter().map(|(_, spec)| JOB_UPDATE_PARAMS + if *spec { 2 } else { 0 }).sum::<usize>() + events.len() * EVENT_PARAMS
+    jobs.iter().map(|(_, spec)| JOB_UPDATE_PARAMS + if *spec { SPEC_UPDATE_PARAMS } else { 0 }).sum::<usize>() + events.len() * EVENT_PARAMS
 }
 
 /// Binds [`JOB_UPDATE`]'s parameters, in its order.
@@ -366,7 +370,7 @@ impl JobStore {
         for &(job, spec_changed) in jobs {
             if spec_changed {
                 let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
-                sqlx::query("UPDATE jobs SET spec_json = $1 WHERE id = $2").bind(spec).bind(&job.id).execute(&mut *tx).await?;
+                bind_requested(sqlx::query(SPEC_UPDATE).bind(spec), &job.spec).bind(&job.id).execute(&mut *tx).await?;
             }
             bind_job_update(sqlx::query(JOB_UPDATE), job, now_us)
             .execute(&mut *tx)
@@ -393,7 +397,8 @@ impl JobStore {
             if spec_changed {
                 let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
                 specs.push(spec);
-                sql.push_str("UPDATE jobs SET spec_json = ? WHERE id = ?;\n");
+                sql.push_str(&anonymous(SPEC_UPDATE));
+                sql.push_str(";\n");
             }
             sql.push_str(&UPDATE);
             sql.push_str(";\n");
@@ -406,7 +411,7 @@ impl JobStore {
         let mut specs = specs.into_iter();
         for &(job, spec_changed) in jobs {
             if spec_changed {
-                query = query.bind(specs.next().unwrap_or_default()).bind(&job.id);
+                query = bind_requested(query.bind(specs.next().unwrap_or_default()), &job.spec).bind(&job.id);
             }
             query = bind_job_update(query, job, now_us);
         }

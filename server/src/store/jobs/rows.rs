@@ -120,8 +120,9 @@ pub(super) async fn insert_jobs(tx: &mut AnyConnection, kind: DbKind, jobs: &[Jo
     }
     let sql = format!(
         "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
-         submitted_at_us, enqueued_at_us, updated_at_us, reason, submission_id, runs, retries) VALUES {} RETURNING id, seq",
-        placeholders(kind, jobs.len(), 15, ", 0, 0")
+         submitted_at_us, enqueued_at_us, updated_at_us, reason, submission_id, req_cpu, req_gpu, req_memory_gb, runs, retries) \
+         VALUES {} RETURNING id, seq",
+        placeholders(kind, jobs.len(), 18, ", 0, 0")
     );
     // Only numbered placeholders are formatted in: the values are bound.
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
@@ -142,6 +143,7 @@ pub(super) async fn insert_jobs(tx: &mut AnyConnection, kind: DbKind, jobs: &[Jo
             .bind(job.submitted_at_us)
             .bind(job.reason.as_deref())
             .bind(job.spec.submission_id.as_deref());
+        query = bind_requested(query, &job.spec);
     }
     if jobs.iter().all(|j| j.spec.labels.is_empty()) {
         query.execute(&mut *tx).await?;
@@ -239,4 +241,10 @@ pub(super) fn event_from_row(row: &AnyRow) -> Result<Event> {
         detail: detail.and_then(|d| serde_json::from_str(&d).ok()).unwrap_or(serde_json::Value::Null),
         job_name: row.try_get(11)?,
     })
+}
+
+/// The request's CPU, GPU and memory, as the `req_*` columns keep them for accounting.
+pub(super) fn bind_requested<'q>(query: AnyQuery<'q>, spec: &JobRequest) -> AnyQuery<'q> {
+    let r = &spec.resources;
+    query.bind(r.cpu.unwrap_or(0.0)).bind(r.gpu.unwrap_or(0.0)).bind(r.memory_gb.unwrap_or(0.0))
 }
