@@ -62,7 +62,8 @@ impl Server {
             .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
             .args(["--database-url", &format!("sqlite://{}/berth.db", dir.display())])
             .args(["--data-dir", &format!("{}/data", dir.display())])
-            .args(extra)
+            // `{url}` in a flag is the server's own URL (e.g. `--ray-callback-url {url}`).
+            .args(extra.iter().map(|a| a.replace("{url}", &format!("http://127.0.0.1:{port}"))))
             .env("RUST_LOG", std::env::var("BERTH_BENCH_LOG").unwrap_or_else(|_| "warn".into()))
             .stdout(log.try_clone().unwrap())
             .stderr(log)

@@ -192,6 +192,12 @@ fn ray_configs(args: &ServeArgs) -> Result<Vec<RayConfig>> {
     if args.ray_max_in_flight == 0 {
         bail!("--ray-max-in-flight: must be at least 1");
     }
+    if let Some(url) = &args.ray_callback_url {
+        let parsed = reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("--ray-callback-url: `{url}` is not a URL ({e})"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            bail!("--ray-callback-url: `{url}` is not an http:// or https:// URL of this server");
+        }
+    }
     let mut out: Vec<RayConfig> = Vec::new();
     for raw in &args.ray {
         let (name, url) = raw.split_once('=').with_context(|| format!("--ray: `{raw}` is not NAME=URL"))?;
@@ -208,6 +214,7 @@ fn ray_configs(args: &ServeArgs) -> Result<Vec<RayConfig>> {
         cfg.max_in_flight = args.ray_max_in_flight;
         cfg.poll_interval = std::time::Duration::from_millis(args.ray_poll_ms.max(50));
         cfg.nodes_interval = std::time::Duration::from_millis(args.ray_nodes_ms.max(500));
+        cfg.callback_url = args.ray_callback_url.clone();
         if !args.ray_keep_finished {
             cfg.keep_dir = Some(std::path::absolute(&args.data_dir).with_context(|| format!("--data-dir `{}`", args.data_dir.display()))?);
         }

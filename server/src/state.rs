@@ -26,6 +26,8 @@ pub struct AppState {
     pub runtime: Runtime,
     /// Packages uploaded through Ray's API (working directories, `py_modules`).
     pub packages: Arc<Packages>,
+    /// The Ray clusters, for the reports their runs send (`POST /api/v1/runs/{run}/exit`).
+    pub ray: Vec<Arc<RayBackend>>,
     /// Tokens, sessions, the audit log, and whether anonymous callers are let in.
     pub auth: Arc<Auth>,
     /// Mark the session cookie `Secure`.
@@ -88,6 +90,7 @@ impl AppState {
         }
         let (exits_tx, exits_rx) = tokio::sync::mpsc::unbounded_channel();
         let mut backends = Registry::default();
+        let mut ray_backends = Vec::new();
         if let Some(local) = options.local {
             backends.register(LocalBackend::new(local, exits_tx.clone())).map_err(anyhow::Error::msg)?;
         }
@@ -98,6 +101,7 @@ impl AppState {
             if let Err(e) = ray.refresh_nodes().await {
                 tracing::warn!(backend = ray.name(), error = %e, "Ray is not reachable at start; its nodes appear when it answers");
             }
+            ray_backends.push(ray.clone());
             backends.register(ray).map_err(anyhow::Error::msg)?;
         }
         for cfg in options.slurm {
@@ -120,6 +124,7 @@ impl AppState {
             config,
             runtime,
             packages,
+            ray: ray_backends,
             auth,
             secure_cookies: options.access.secure_cookies,
             shutdown: Arc::new(tokio::sync::watch::channel(false).0),

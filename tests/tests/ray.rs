@@ -232,6 +232,58 @@ async fn preemption_stops_the_ray_job_and_requeues_it() {
     wait_ray(&b, &format!("{low}-r2"), &["SUCCEEDED"], SECS(10)).await;
 }
 
+/// `--ray-callback-url`: each run reports its own end, so Berth ends the job as soon as its
+/// command exits, with the command's exit code, although its status poll of Ray is slowed
+/// here to once in ten minutes; Ray records the same ends. A report without the run's own
+/// token changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn runs_report_their_own_end_without_waiting_for_the_poll() {
+    let _turn = CLUSTER.lock().await;
+    let flags = ["--no-local", "--ray", &format!("ray={}", ray_url()), "--ray-poll-ms", "600000", "--ray-callback-url", "{url}"];
+    let b = Berth::start(Backend::Sqlite, &flags).await;
+    b.apply(&config("test", "", "lower_priority")).await;
+
+    let long = b.submit(json!({"entrypoint": "sleep 64.4242", "resources": {"cpu": 1}})).await;
+    b.wait_state(&long, &["running"], SECS(60)).await;
+    wait_ray(&b, &format!("{long}-r1"), &["RUNNING"], SECS(60)).await;
+    let report = |run: String, token: Option<&str>, body: &str| {
+        let mut req = reqwest::Client::new().post(format!("{}/api/v1/runs/{run}/exit", b.url)).body(body.to_string());
+        if let Some(t) = token {
+            req = req.header("x-berth-exit-token", t);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, body) = report(format!("{long}-r1"), Some("forged"), "0").await;
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("not the token"), "{body}");
+    assert_eq!(report(format!("{long}-r1"), None, "0").await.0, 403);
+    let (status, body) = report("j-none-r1".into(), Some("x"), "0").await;
+    assert_eq!(status, 404, "{body}");
+    let (status, body) = report(format!("{long}-r1"), Some("forged"), "done").await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("not an exit status"), "{body}");
+    assert_eq!(b.job(&long).await["state"], "running", "forged reports left the job alone");
+
+    let ok = b.submit(json!({"entrypoint": "echo reported-end", "resources": {"cpu": 1}})).await;
+    let failing = b.submit(json!({"entrypoint": "echo failing; exit 3", "resources": {"cpu": 1}})).await;
+    let done = b.wait_state(&ok, &["succeeded"], SECS(60)).await;
+    assert_eq!(done["exit_code"], 0, "{done:#}");
+    let failed = b.wait_state(&failing, &["failed"], SECS(60)).await;
+    assert_eq!(failed["exit_code"], 3, "{failed:#}");
+    let (_, logs) = b.get_text(&format!("/api/v1/jobs/{ok}/logs")).await;
+    assert!(logs.contains("reported-end"), "{logs}");
+    wait_ray(&b, &format!("{ok}-r1"), &["SUCCEEDED"], SECS(30)).await;
+    let on_ray = wait_ray(&b, &format!("{failing}-r1"), &["FAILED"], SECS(30)).await;
+    assert_eq!(on_ray["driver_exit_code"], 3, "{on_ray:#}");
+
+    let (status, _) = b.post(&format!("/api/v1/jobs/{long}/cancel"), &json!({})).await;
+    assert_eq!(status, 200);
+    wait_ray(&b, &format!("{long}-r1"), &["STOPPED"], SECS(30)).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_timeout_stops_the_ray_job() {
     let _turn = CLUSTER.lock().await;

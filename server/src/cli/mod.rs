@@ -239,6 +239,13 @@ pub struct ServeArgs {
     /// of finished jobs otherwise grows until the cluster restarts.
     #[arg(long)]
     pub ray_keep_finished: bool,
+    /// This server's URL as the Ray clusters' nodes reach it, e.g. `http://berth:3000`.
+    /// Each run then reports its exit there the moment its command ends (with `curl`, or
+    /// Python when the node has no curl), so Berth records the end and starts the next job
+    /// without waiting for its status poll. Ray shows such a run's entrypoint wrapped in a
+    /// few lines that send the report. Without it, ends are found by polling.
+    #[arg(long, env = "BERTH_RAY_CALLBACK_URL", value_name = "URL")]
+    pub ray_callback_url: Option<String>,
     /// A Slurm cluster as a backend, `NAME=SLURM_CONF` (repeatable), e.g.
     /// `hpc=/etc/slurm/slurm.conf`; `NAME=` uses the environment's SLURM_CONF. Runs are
     /// batch jobs submitted with Slurm's commands (`sbatch`, `squeue`, `scontrol`,

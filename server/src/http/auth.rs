@@ -52,10 +52,12 @@ pub fn session_routes() -> Router<AppState> {
 #[derive(Debug, Clone)]
 pub struct CspNonce(pub String);
 
-/// Paths anyone may reach: health checks, static files, the sign-in page and form.
+/// Paths anyone may reach: health checks, static files, the sign-in page and form, and
+/// runs' reports (which carry a token of their own).
 fn is_public(path: &str) -> bool {
     matches!(path, "/healthz" | "/readyz" | "/metrics" | "/signin" | "/auth/signin" | "/auth/signout" | "/favicon.ico" | "/api/v1/openapi.json")
         || path.starts_with("/pkg/")
+        || super::runs::is_report(path)
 }
 
 /// Paths answered with JSON (a 401 there is JSON, elsewhere a redirect to the sign-in page).

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod preview;
 pub mod ray_api;
+pub mod runs;
 pub mod stream;
 pub mod workflows;
 
@@ -43,6 +44,7 @@ pub(crate) fn api_routes(state: AppState) -> Router {
         .nest("/scheduler/config", config::routes())
         .merge(jobs::routes())
         .merge(workflows::routes())
+        .merge(runs::routes())
         .merge(auth::routes())
         .merge(stream::routes())
         .merge(openapi::routes())

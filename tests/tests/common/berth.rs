@@ -40,7 +40,7 @@ pub struct Berth {
 
 impl Berth {
     /// A server on a fresh database of `backend` in anonymous local mode, with a fast tick
-    /// and `extra` serve flags.
+    /// and `extra` serve flags (`{url}` in one is the server's own URL).
     pub async fn start(backend: Backend, extra: &[&str]) -> Berth {
         Berth::launch(backend, None, extra).await
     }
@@ -63,13 +63,14 @@ impl Berth {
         if admin_token.is_none() {
             args.insert(0, "--anonymous".into());
         }
-        args.extend(extra.iter().map(|s| s.to_string()));
+        let url = format!("http://127.0.0.1:{port}");
+        // `{url}` in a flag stands for the server's own URL (e.g. `--ray-callback-url {url}`).
+        args.extend(extra.iter().map(|s| s.replace("{url}", &url)));
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(t) = admin_token {
             headers.insert(reqwest::header::AUTHORIZATION, format!("Bearer {t}").parse().unwrap());
         }
         let http = reqwest::Client::builder().default_headers(headers).build().unwrap();
-        let url = format!("http://127.0.0.1:{port}");
         let data_dir = dir.join("data");
         let mut b = Berth { child: None, url, port, db_url, dir, data_dir, http, args, admin_token: admin_token.map(str::to_string) };
         b.spawn().await;

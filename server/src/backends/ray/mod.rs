@@ -27,6 +27,7 @@
 //! are kept (so submissions are still checked against them), and starts fail fast with [`BackendError::Unavailable`], which the loop
 //! turns into a wait with backoff, not a failure.
 
+mod exits;
 mod kept;
 mod tasks;
 #[cfg(test)]
@@ -34,6 +35,7 @@ mod tests;
 mod usage;
 mod wire;
 
+pub use exits::{Report as ExitReport, TOKEN_HEADER as EXIT_TOKEN_HEADER};
 pub use wire::selector_value;
 use tasks::*;
 use wire::*;
@@ -65,6 +67,10 @@ const RESTOP: Duration = Duration::from_secs(2);
 /// A run is not asked about before this age: no Ray job ends sooner (starting its
 /// supervisor alone takes longer), so earlier requests only load the dashboard.
 const FIRST_POLL: Duration = Duration::from_millis(500);
+
+/// A run being submitted is not polled before its submission is answered (Ray would not
+/// know it yet).
+const UNPOLLED: Duration = Duration::from_secs(3600);
 
 /// Status requests in flight at once.
 const POLL_CONCURRENCY: usize = 8;
@@ -102,6 +108,10 @@ pub struct RayConfig {
     pub keep_dir: Option<PathBuf>,
     /// How much of a finished run's log is kept (its end; default 8 MiB).
     pub kept_log_bytes: u64,
+    /// Berth's base URL as this cluster's nodes reach it: each run then reports its exit
+    /// there as soon as its command ends (see [`exits`]). `None`: ends are found by the
+    /// status poll alone.
+    pub callback_url: Option<String>,
 }
 
 impl RayConfig {
@@ -118,6 +128,7 @@ impl RayConfig {
             request_timeout: Duration::from_secs(10),
             keep_dir: None,
             kept_log_bytes: 8 * 1024 * 1024,
+            callback_url: None,
         }
     }
 }
@@ -133,6 +144,7 @@ impl std::fmt::Debug for RayConfig {
             .field("max_polls_per_s", &self.max_polls_per_s)
             .field("nodes_interval", &self.nodes_interval)
             .field("keep_dir", &self.keep_dir)
+            .field("callback_url", &self.callback_url)
             .finish()
     }
 }
@@ -146,11 +158,17 @@ struct Watch {
     last_stop: Option<Instant>,
     /// Not asked about before this.
     first_poll: Instant,
+    /// What the run must show to report its own exit (runs this server submitted with a
+    /// callback URL; see [`exits`]).
+    token: Option<String>,
+    /// Its end was reported by the run itself and sent to the loop: Ray's record of the
+    /// end only releases its place.
+    reported: bool,
 }
 
 impl Watch {
     fn new(run: RunId, stopping: bool, first_poll: Instant) -> Watch {
-        Watch { run, stopping, last_stop: None, first_poll }
+        Watch { run, stopping, last_stop: None, first_poll, token: None, reported: false }
     }
 }
 
@@ -354,20 +372,36 @@ impl RayBackend {
             return Err(BackendError::Unavailable(why));
         }
         self.ensure_packages(&spec).await?;
-        let body = submission(&spec, &self.real_label_keys());
+        let mut body = submission(&spec, &self.real_label_keys());
+        if let Some(callback) = &self.cfg.callback_url {
+            // Watched (not yet polled) before Ray has it: the run may report its end
+            // before Ray's answer to the submission arrives.
+            let token = exits::new_token();
+            exits::reporting(&mut body, &key, callback, &token);
+            let mut watch = Watch::new(spec.run.clone(), false, Instant::now() + UNPOLLED);
+            watch.token = Some(token);
+            self.lock_watched().insert(key.clone(), watch);
+        }
         let (submitted_us, submitted) = (now_us(), Instant::now());
-        match self.send(self.http.post(format!("{}/api/jobs/", self.base)).json(&body)).await {
-            Ok(_) => {}
+        let refused = match self.send(self.http.post(format!("{}/api/jobs/", self.base)).json(&body)).await {
+            Ok(_) => None,
             // Submitted before (a restart between submit and record): it is ours.
             Err(Failure::Status(500, b)) if b.contains("already exists") => {
                 tracing::info!(run = %key, "Ray already has this submission; watching it");
+                None
             }
-            Err(f @ Failure::Unreachable(_)) => return Err(BackendError::Unavailable(self.describe(&f))),
-            Err(f @ Failure::Status(502..=504, _)) => return Err(BackendError::Unavailable(self.describe(&f))),
-            Err(Failure::Status(code, b)) => return Err(BackendError::Failed(format!("Ray refused the job ({code}): {}", last_line(&b)))),
+            Err(f @ (Failure::Unreachable(_) | Failure::Status(502..=504, _))) => Some(BackendError::Unavailable(self.describe(&f))),
+            Err(Failure::Status(code, b)) => Some(BackendError::Failed(format!("Ray refused the job ({code}): {}", last_line(&b)))),
+        };
+        if let Some(e) = refused {
+            self.lock_watched().remove(&key);
+            return Err(e);
         }
         self.lock_ledger().hold(key.clone(), spec.node.clone(), spec.resources.clone(), submitted_us);
-        self.watch(&spec.run, submitted + FIRST_POLL);
+        match self.lock_watched().get_mut(&key) {
+            Some(w) => w.first_poll = submitted + FIRST_POLL,
+            None => self.watch(&spec.run, submitted + FIRST_POLL),
+        }
         Ok(key)
     }
 
@@ -477,7 +511,10 @@ impl RayBackend {
                     if let (Some(job), Some(_)) = (status, &self.cfg.keep_dir) {
                         let _ = self.to_keep.send((key.to_string(), job.clone()));
                     }
-                    ((!w.stopping).then_some(Exit { run: w.run, outcome }), false)
+                    if w.reported && !w.stopping {
+                        tracing::debug!(run = %key, ray = ?outcome, "Ray's record of a reported end");
+                    }
+                    ((!w.stopping && !w.reported).then_some(Exit { run: w.run, outcome }), false)
                 }
                 // A stop of a PENDING job only takes effect once it starts: ask again.
                 None if w.stopping && w.last_stop.is_none_or(|t| t.elapsed() >= RESTOP) => {

@@ -115,3 +115,68 @@ fn nodes_that_left_are_remembered_by_shape() {
     remember_gone(&mut gone, &list(vec![head.clone(), worker("w3cccccccccccc", 4.0)]), &only_head);
     assert_eq!(gone.len(), 2);
 }
+
+/// With a callback URL the run reports its own exit: the command runs in a subshell (an
+/// `exit` or a trailing comment in it cannot skip the report) and its status is returned.
+#[test]
+fn a_reporting_submission_wraps_the_command_and_passes_its_status_on() {
+    let mut body = submission(&spec(), &[]);
+    exits::reporting(&mut body, "j-1-r2", "http://berth:3000/", "tok");
+    assert_eq!(body["entrypoint"], "(\necho hi\n)\nset -- $?; eval \"$BERTH_ON_EXIT\"; exit $1");
+    let env = &body["runtime_env"]["env_vars"];
+    assert_eq!(env["BERTH_EXIT_URL"], "http://berth:3000/api/v1/runs/j-1-r2/exit");
+    assert_eq!(env["BERTH_EXIT_TOKEN"], "tok");
+    assert_eq!(env["A"], "b", "the job's own variables stay");
+    // The wrapper, run by a real shell against no server: the command's status survives
+    // a failed report, and `exit` inside the command ends only the subshell.
+    let run = |command: &str| {
+        let mut body = submission(&StartSpec { entrypoint: command.into(), ..spec() }, &[]);
+        exits::reporting(&mut body, "j-1-r2", "http://127.0.0.1:9", "tok");
+        let env = body["runtime_env"]["env_vars"].as_object().unwrap().clone();
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(body["entrypoint"].as_str().unwrap())
+            .envs(env.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())))
+            .output()
+            .unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    assert_eq!(run("echo out; exit 3 # a comment"), (Some(3), "out\n".to_string()));
+    assert_eq!(run("true"), (Some(0), String::new()));
+}
+
+#[test]
+fn a_reported_status_of_128_plus_n_is_signal_n() {
+    assert_eq!(exits::outcome_of_status(0), Outcome::Exited(0));
+    assert_eq!(exits::outcome_of_status(3), Outcome::Exited(3));
+    assert_eq!(exits::outcome_of_status(137), Outcome::Signaled(9));
+}
+
+/// A report is taken once, with the run's own token, and only for a run this server
+/// watches; a run Berth is stopping reports nothing to the loop.
+#[tokio::test]
+async fn a_report_needs_the_runs_token() {
+    let (tx, mut exits) = tokio::sync::mpsc::unbounded_channel();
+    let ray = RayBackend::new(RayConfig::new("ray", "http://127.0.0.1:9"), tx).unwrap();
+    let mut w = Watch::new(spec().run, false, Instant::now() + UNPOLLED);
+    w.token = Some("right".into());
+    ray.lock_watched().insert("j-1-r2".into(), w);
+    assert_eq!(ray.report_exit("j-1-r2", "wrong", 0), ExitReport::Refused);
+    assert_eq!(ray.report_exit("j-9-r1", "right", 0), ExitReport::Unknown);
+    assert!(exits.try_recv().is_err(), "nothing reached the loop");
+    assert_eq!(ray.report_exit("j-1-r2", "right", 4), ExitReport::Taken);
+    let exit = exits.try_recv().unwrap();
+    assert_eq!((exit.run, exit.outcome), (spec().run, Outcome::Exited(4)));
+    assert_eq!(ray.report_exit("j-1-r2", "right", 4), ExitReport::Taken);
+    assert!(exits.try_recv().is_err(), "a second report is not a second end");
+    // Ray's own record of the end then only releases the run.
+    ray.settle("j-1-r2", Some(&json!({"status": "SUCCEEDED"}))).await;
+    assert!(exits.try_recv().is_err());
+    assert!(!ray.lock_watched().contains_key("j-1-r2"));
+
+    let mut stopping = Watch::new(spec().run, true, Instant::now());
+    stopping.token = Some("right".into());
+    ray.lock_watched().insert("j-1-r2".into(), stopping);
+    assert_eq!(ray.report_exit("j-1-r2", "right", 143), ExitReport::Taken);
+    assert!(exits.try_recv().is_err(), "a stopped run's end is the loop's own");
+}

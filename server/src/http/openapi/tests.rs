@@ -9,12 +9,13 @@ use tower::ServiceExt;
 use super::document;
 
 /// Route registrations of the HTTP modules: each `.route("…", get(…).post(…))` is one line.
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 9] = [
     include_str!("../mod.rs"),
     include_str!("../anyscale/mod.rs"),
     include_str!("../config.rs"),
     include_str!("../jobs.rs"),
     include_str!("../workflows.rs"),
+    include_str!("../runs.rs"),
     include_str!("../stream.rs"),
     include_str!("../openapi.rs"),
     include_str!("../auth.rs"),
