@@ -255,6 +255,10 @@ pub struct ServeArgs {
     /// How often each Slurm cluster's node list is read, in milliseconds (at least 500).
     #[arg(long, default_value_t = 2000)]
     pub slurm_nodes_ms: u64,
+    /// Submit every Slurm run as a batch job of its own. By default the tasks of one
+    /// array (`jobs submit --array`) that Berth starts together go as one Slurm job array.
+    #[arg(long)]
+    pub slurm_no_arrays: bool,
     /// Where Slurm runs keep their script and logs (`DIR/NAME/{run}/`): a directory the
     /// cluster's nodes see at the same path. Default: `slurm/` in the data dir.
     #[arg(long, value_name = "DIR")]
