@@ -423,6 +423,9 @@ impl SlurmBackend {
         for id in restop {
             let _ = self.cancel(&id).await;
         }
+        // Sent together once all are known: the loop then admits their successors in one
+        // cycle, and the tasks of an array among them can go as one job array.
+        let mut exits: Vec<Exit> = Vec::new();
         for (id, row) in ended {
             let Some(run) = self.lock_watched().get(&id).map(|w| w.run.clone()) else { continue };
             let outcome = match self.final_state(&id, &run).await {
@@ -443,8 +446,11 @@ impl SlurmBackend {
             }
             tracing::debug!(run = %run.key(), job = %id, ?outcome, "Slurm job ended");
             if !w.stopping {
-                let _ = self.exits.send(Exit { run: w.run, outcome });
+                exits.push(Exit { run: w.run, outcome });
             }
+        }
+        for exit in exits {
+            let _ = self.exits.send(exit);
         }
         ids.len()
     }
