@@ -7,9 +7,9 @@
 //! * **berth jobs**: every job POSTed at once to a server whose queue has `cap` CPUs on that
 //!   cluster (`--slurm-max-in-flight cap`, its status poll at the same 100 ms);
 //! * **berth array**: the same jobs as one Berth array (a stage of tasks with their index,
-//!   as `berth jobs submit --array` makes it): the tasks that start in one cycle go to Slurm
-//!   as one job array;
-//! * **array, no Slurm arrays**: that array on a second server with `--slurm-no-arrays`.
+//!   as `berth jobs submit --array` makes it) on a second server with `--slurm-arrays`: the
+//!   tasks that start in one cycle go to Slurm as one job array;
+//! * **array, no Slurm arrays**: that array on the first server (each task alone).
 //!
 //! They take turns in two rounds of `n/2` (the second in reverse order), each from an empty
 //! Slurm queue; times are sums over the rounds, from the first submission to the last job's
@@ -27,8 +27,8 @@ pub async fn run(conf: &str) {
     let n = if quick() { 40 } else { 200 };
     let common = ["--no-local", "--slurm", &format!("bench={conf}"), "--slurm-max-in-flight", &CAP.to_string(), "--slurm-poll-ms", "100"];
     let server = Server::start("slurm", &common).await;
-    let plain = Server::start("slurm-no-arrays", &[&common[..], &["--slurm-no-arrays"]].concat()).await;
-    for s in [&server, &plain] {
+    let arrays = Server::start("slurm-arrays", &[&common[..], &["--slurm-arrays"]].concat()).await;
+    for s in [&server, &arrays] {
         s.apply(&one_slurm_queue()).await;
     }
     let runners = ["sbatch", "berth jobs", "berth array", "array, no Slurm arrays"];
@@ -44,14 +44,14 @@ pub async fn run(conf: &str) {
             let (wall, ms) = match r {
                 0 => (through_sbatch(conf, k).await, Vec::new()),
                 1 => through_berth(&server, k, false).await,
-                2 => through_berth(&server, k, true).await,
-                _ => through_berth(&plain, k, true).await,
+                2 => through_berth(&arrays, k, true).await,
+                _ => through_berth(&server, k, true).await,
             };
             time[r] += wall;
             dispatch_ms[r].extend(ms);
         }
     }
-    let arrays = slurm_arrays(&server);
+    let made = slurm_arrays(&arrays);
     println!("\n## Slurm: {n} `true` jobs, {CAP} in flight: sbatch loop vs through Berth as separate jobs vs as one Berth array (2 rounds taking turns)");
     println!("{:<24} | {:>9} | {:>8} | {:>24}", "runner", "time", "vs sbatch", "admission -> start p50/p99");
     println!("{}", "-".repeat(74));
@@ -63,7 +63,7 @@ pub async fn run(conf: &str) {
     let ratio = time[1] / time[0];
     println!("time ratio berth jobs / sbatch: {ratio:.2}x (target <= 1.1x: {})", if ratio <= 1.1 { "met" } else { "NOT met" });
     println!("berth array with Slurm arrays / without: {:.2}x", time[2] / time[3]);
-    println!("Slurm job arrays made for the berth array rows: {} holding {} tasks ({:.1} per array); the rest went alone", arrays.0, arrays.1, arrays.1 as f64 / arrays.0.max(1) as f64);
+    println!("Slurm job arrays made for the berth array rows: {} holding {} tasks ({:.1} per array); the rest went alone", made.0, made.1, made.1 as f64 / made.0.max(1) as f64);
 }
 
 /// The Slurm job arrays `server` submitted and how many tasks they held (from the run

@@ -784,7 +784,7 @@ async fn an_array_goes_to_slurm_as_one_job_array_and_each_task_stays_its_own_ber
     let Some(conf) = slurm_conf("an_array_goes_to_slurm_as_one_job_array_and_each_task_stays_its_own_berth_job") else { return };
     let _turn = CLUSTER.lock().await;
     empty_queue(&conf).await;
-    let b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let b = berth_on(&conf, "", "lower_priority", &["--slurm-arrays"]).await;
     // Each task waits for its own file; task 2 fails.
     let cmd = format!(
         "echo idx=$BERTH_ARRAY_INDEX slurm=$SLURM_ARRAY_TASK_ID count=$SLURM_ARRAY_TASK_COUNT; echo err-$BERTH_ARRAY_INDEX >&2; \
@@ -834,6 +834,18 @@ async fn an_array_goes_to_slurm_as_one_job_array_and_each_task_stays_its_own_ber
     let lone_sid = slurm_id(&b, &lone, 1).expect("submitted");
     assert!(!lone_sid.contains('_'), "{lone_sid}");
     assert_eq!(slurm_record(&conf, &lone_sid).expect("known")["JobName"], format!("{lone}-r1"));
+    // Without --slurm-arrays each task is a batch job of its own, with the same index.
+    drop(b);
+    let b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let (_, ids) = submit_array(&b, "5-6", "echo idx=$BERTH_ARRAY_INDEX slurm=$SLURM_ARRAY_TASK_ID").await;
+    let ended = ended_in_order(&b, &ids).await;
+    for (j, i) in ended.iter().zip([5, 6]) {
+        assert_eq!(j["state"], "succeeded", "{j:#}");
+        let sid = slurm_id(&b, j["id"].as_str().unwrap(), 1).expect("submitted");
+        assert!(!sid.contains('_'), "{sid}");
+        let (_, out) = b.get_text(&format!("/api/v1/jobs/{}/logs", j["id"].as_str().unwrap())).await;
+        assert_eq!(out.trim(), format!("idx={i} slurm={i}"));
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -841,7 +853,7 @@ async fn berth_killed_mid_array_adopts_each_task_and_starts_none_twice() {
     let Some(conf) = slurm_conf("berth_killed_mid_array_adopts_each_task_and_starts_none_twice") else { return };
     let _turn = CLUSTER.lock().await;
     empty_queue(&conf).await;
-    let mut b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let mut b = berth_on(&conf, "", "lower_priority", &["--slurm-arrays"]).await;
     let cmd = format!("while [ ! -e {}/go-$BERTH_ARRAY_INDEX ]; do sleep 0.1; done; echo done-$BERTH_ARRAY_INDEX; exit $BERTH_ARRAY_INDEX", b.dir.display());
     let (_, ids) = submit_array(&b, "0-2", &cmd).await;
     for id in &ids {

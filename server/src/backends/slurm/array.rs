@@ -1,4 +1,4 @@
-//! Slurm job arrays for Berth arrays. The tasks of one Berth array (a stage whose jobs carry
+//! Slurm job arrays for Berth arrays (with `--slurm-arrays`). The tasks of one Berth array (a stage whose jobs carry
 //! `BERTH_ARRAY_INDEX`, see `berth jobs submit --array`) that the loop starts in one cycle,
 //! alike in all but their index (command, environment, request, time limit, node, flavor),
 //! go to Slurm as one `sbatch --array=<their indices>`. Each task stays its own Berth run,
@@ -126,7 +126,7 @@ pub(super) fn clear_mark(dir: &Path) -> std::io::Result<()> {
 }
 
 impl SlurmBackend {
-    /// Starts a cycle's runs in [`batches`] (each run alone with `--slurm-no-arrays`),
+    /// Starts a cycle's runs in [`batches`] (each run alone without `--slurm-arrays`),
     /// reporting each run's result as its batch is submitted.
     pub(super) async fn start_batches(&self, specs: Vec<StartSpec>, done: &Report) {
         let batches = if self.cfg.arrays { batches(specs) } else { specs.into_iter().map(|s| vec![s]).collect() };

@@ -20,7 +20,8 @@
 //! Recovery after a restart finds a run's job by the id Berth stored, else by the id file in
 //! its run directory, and takes the outcome of one that ended meanwhile.
 //!
-//! The tasks of one Berth array started in one cycle go as one Slurm job array (`array`).
+//! With [`SlurmConfig::arrays`], the tasks of one Berth array started in one cycle go as one
+//! Slurm job array (`array`).
 
 mod array;
 mod cli;
@@ -76,8 +77,8 @@ pub struct SlurmConfig {
     pub nodes_interval: Duration,
     /// Bound of one command (default 10 s).
     pub command_timeout: Duration,
-    /// Submit the tasks of a Berth array that start together as one Slurm job array
-    /// (default); `false`: every run as its own batch job.
+    /// Submit the tasks of a Berth array that start together as one Slurm job array;
+    /// `false` (default): every run as its own batch job.
     pub arrays: bool,
 }
 
@@ -93,7 +94,7 @@ impl SlurmConfig {
             poll_interval: Duration::from_millis(250),
             nodes_interval: Duration::from_secs(2),
             command_timeout: Duration::from_secs(10),
-            arrays: true,
+            arrays: false,
         }
     }
 }
