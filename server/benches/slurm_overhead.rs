@@ -4,10 +4,14 @@
 //!
 //! * **sbatch**: what a user's script does: keep `cap` jobs submitted, poll them with one
 //!   `squeue -j` every 100 ms, submit the next as one leaves the queue;
-//! * **berth**: every job POSTed at once to a server whose queue has `cap` CPUs on that
-//!   cluster (`--slurm-max-in-flight cap`, its status poll at the same 100 ms).
+//! * **berth jobs**: every job POSTed at once to a server whose queue has `cap` CPUs on that
+//!   cluster (`--slurm-max-in-flight cap`, its status poll at the same 100 ms);
+//! * **berth array**: the same jobs as one Berth array (a stage of tasks with their index,
+//!   as `berth jobs submit --array` makes it) on a second server with `--slurm-arrays`: the
+//!   tasks that start in one cycle go to Slurm as one job array;
+//! * **array, no Slurm arrays**: that array on the first server (each task alone).
 //!
-//! The two take turns in two rounds of `n/2` (who goes first alternates), each from an empty
+//! They take turns in two rounds of `n/2` (the second in reverse order), each from an empty
 //! Slurm queue; times are sums over the rounds, from the first submission to the last job's
 //! end as each side sees it. Berth's own time per job is from its admission to `sbatch`
 //! returning (`admitted_at` → `started_at`); Slurm's times are whole seconds, so the time
@@ -21,41 +25,55 @@ const CAP: usize = 16;
 
 pub async fn run(conf: &str) {
     let n = if quick() { 40 } else { 200 };
-    let server = Server::start(
-        "slurm",
-        &["--no-local", "--slurm", &format!("bench={conf}"), "--slurm-max-in-flight", &CAP.to_string(), "--slurm-poll-ms", "100"],
-    )
-    .await;
-    server.apply(&one_slurm_queue()).await;
-    let (mut direct, mut berth) = (0.0, 0.0);
-    let mut dispatch_ms = Vec::new();
+    let common = ["--no-local", "--slurm", &format!("bench={conf}"), "--slurm-max-in-flight", &CAP.to_string(), "--slurm-poll-ms", "100"];
+    let server = Server::start("slurm", &common).await;
+    let arrays = Server::start("slurm-arrays", &[&common[..], &["--slurm-arrays"]].concat()).await;
+    for s in [&server, &arrays] {
+        s.apply(&one_slurm_queue()).await;
+    }
+    let runners = ["sbatch", "berth jobs", "berth array", "array, no Slurm arrays"];
+    let mut time = [0.0f64; 4];
+    let mut dispatch_ms: [Vec<f64>; 4] = Default::default();
     for round in 0..2 {
         let k = n / 2 + if round == 0 { n % 2 } else { 0 };
-        for who in if round == 0 { ["sbatch", "berth"] } else { ["berth", "sbatch"] } {
+        let order: Vec<usize> = if round == 0 { vec![0, 1, 2, 3] } else { vec![3, 2, 1, 0] };
+        for r in order {
             empty_queue(conf).await;
-            match who {
-                "sbatch" => direct += through_sbatch(conf, k).await,
-                _ => {
-                    let (wall, ms) = through_berth(&server, k).await;
-                    berth += wall;
-                    dispatch_ms.extend(ms);
-                }
-            }
+            // Each server's next node read no longer counts the last runner's jobs.
+            tokio::time::sleep(Duration::from_millis(2100)).await;
+            let (wall, ms) = match r {
+                0 => (through_sbatch(conf, k).await, Vec::new()),
+                1 => through_berth(&server, k, false).await,
+                2 => through_berth(&arrays, k, true).await,
+                _ => through_berth(&server, k, true).await,
+            };
+            time[r] += wall;
+            dispatch_ms[r].extend(ms);
         }
     }
-    dispatch_ms.sort_by(f64::total_cmp);
-    println!("\n## Slurm: {n} `true` jobs, {CAP} in flight, straight through sbatch vs through Berth (2 rounds taking turns)");
-    println!("{:<8} | {:>9}", "runner", "time");
-    println!("{}", "-".repeat(21));
-    println!("{:<8} | {direct:>7.2} s", "sbatch");
-    println!("{:<8} | {berth:>7.2} s", "berth");
-    let ratio = berth / direct;
-    println!("time ratio berth / sbatch: {ratio:.2}x (target <= 1.1x: {})", if ratio <= 1.1 { "met" } else { "NOT met" });
-    println!(
-        "Berth's admission to sbatch returning, per job: p50 {:.0} ms, p99 {:.0} ms",
-        percentile(&dispatch_ms, 0.5),
-        percentile(&dispatch_ms, 0.99)
-    );
+    let made = slurm_arrays(&arrays);
+    println!("\n## Slurm: {n} `true` jobs, {CAP} in flight: sbatch loop vs through Berth as separate jobs vs as one Berth array (2 rounds taking turns)");
+    println!("{:<24} | {:>9} | {:>8} | {:>24}", "runner", "time", "vs sbatch", "admission -> start p50/p99");
+    println!("{}", "-".repeat(74));
+    for (r, name) in runners.iter().enumerate() {
+        dispatch_ms[r].sort_by(f64::total_cmp);
+        let per_job = if r == 0 { "-".to_string() } else { format!("{:.0} / {:.0} ms", percentile(&dispatch_ms[r], 0.5), percentile(&dispatch_ms[r], 0.99)) };
+        println!("{name:<24} | {:>7.2} s | {:>7.2}x | {per_job:>24}", time[r], time[r] / time[0]);
+    }
+    let ratio = time[1] / time[0];
+    println!("time ratio berth jobs / sbatch: {ratio:.2}x (target <= 1.1x: {})", if ratio <= 1.1 { "met" } else { "NOT met" });
+    println!("berth array with Slurm arrays / without: {:.2}x", time[2] / time[3]);
+    println!("Slurm job arrays made for the berth array rows: {} holding {} tasks ({:.1} per array); the rest went alone", made.0, made.1, made.1 as f64 / made.0.max(1) as f64);
+}
+
+/// The Slurm job arrays `server` submitted and how many tasks they held (from the run
+/// directories: one `array-*` directory per array, one `slurm_array` mark per task).
+fn slurm_arrays(server: &Server) -> (usize, usize) {
+    let root = server.dir.join("data/slurm/bench");
+    let entries: Vec<std::fs::DirEntry> = std::fs::read_dir(&root).map(|d| d.flatten().collect()).unwrap_or_default();
+    let arrays = entries.iter().filter(|e| e.file_name().to_string_lossy().starts_with("array-")).count();
+    let tasks = entries.iter().filter(|e| e.path().join("slurm_array").exists()).count();
+    (arrays, tasks)
 }
 
 fn one_slurm_queue() -> String {
@@ -113,14 +131,12 @@ async fn through_sbatch(conf: &str, n: usize) -> f64 {
     t0.elapsed().as_secs_f64()
 }
 
-/// Every job POSTed at once; seconds from the first submission to the last `finished_at`,
-/// and each job's admission → start in milliseconds.
-async fn through_berth(server: &Server, n: usize) -> (f64, Vec<f64>) {
+/// Every job POSTed at once (as separate jobs, or as one stage of array tasks as
+/// `berth jobs submit --array` makes them); seconds from the first submission to the last
+/// `finished_at`, and each job's admission → start in milliseconds.
+async fn through_berth(server: &Server, n: usize, array: bool) -> (f64, Vec<f64>) {
     let t0 = Utc::now();
-    let mut ids = Vec::with_capacity(n);
-    for _ in 0..n {
-        ids.push(server.submit(&json!({"entrypoint": "true", "resources": {"cpu": 1}})).await);
-    }
+    let ids = if array { submit_array(server, n).await } else { submit_each(server, n).await };
     let never = server.drain(Duration::from_secs(300)).await;
     assert!(never.is_empty(), "{} Slurm jobs never ended through Berth", never.len());
     let (mut last, mut dispatch) = (t0, Vec::with_capacity(n));
@@ -131,4 +147,29 @@ async fn through_berth(server: &Server, n: usize) -> (f64, Vec<f64>) {
         dispatch.extend(ms_between(&job["admitted_at"], &job["started_at"]));
     }
     ((last - t0).num_milliseconds() as f64 / 1000.0, dispatch)
+}
+
+async fn submit_each(server: &Server, n: usize) -> Vec<String> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        ids.push(server.submit(&json!({"entrypoint": "true", "resources": {"cpu": 1}})).await);
+    }
+    ids
+}
+
+/// One stage of `n` tasks, each with its index in the environment as Berth's arrays set it.
+async fn submit_array(server: &Server, n: usize) -> Vec<String> {
+    let jobs: Vec<Value> = (0..n)
+        .map(|i| {
+            let env = json!({"BERTH_ARRAY_INDEX": i.to_string(), "SLURM_ARRAY_TASK_ID": i.to_string(), "SLURM_ARRAY_TASK_MIN": "0",
+                "SLURM_ARRAY_TASK_MAX": (n - 1).to_string(), "SLURM_ARRAY_TASK_COUNT": n.to_string()});
+            json!({"name": format!("true[{i}]"), "entrypoint": "true", "resources": {"cpu": 1}, "runtime_env": {"env_vars": env}})
+        })
+        .collect();
+    let body = json!({"name": "true", "jobs": jobs, "parallelism": {"max_concurrent": 0}});
+    let r = server.http.post(format!("{}/api/v1/stages", server.url)).json(&body).send().await.unwrap();
+    let status = r.status();
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(status.as_u16(), 201, "{v}");
+    v["job_ids"].as_array().unwrap().iter().map(|id| id.as_str().unwrap().to_string()).collect()
 }

@@ -256,6 +256,7 @@ fn slurm_configs(args: &ServeArgs) -> Result<Vec<SlurmConfig>> {
         cfg.max_in_flight = args.slurm_max_in_flight;
         cfg.poll_interval = std::time::Duration::from_millis(args.slurm_poll_ms.max(50));
         cfg.nodes_interval = std::time::Duration::from_millis(args.slurm_nodes_ms.max(500));
+        cfg.arrays = args.slurm_arrays;
         out.push(cfg);
     }
     Ok(out)

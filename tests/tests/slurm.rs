@@ -736,3 +736,154 @@ async fn a_stage_runs_on_slurm_within_its_concurrency_with_its_outputs() {
     assert_eq!(results["success"], true, "{results:#}");
     assert_eq!(results["artifacts"]["part3/out.txt"], "3\n", "{results:#}");
 }
+
+/// `berth jobs submit --array RANGE -- cmd` against `b` (the real CLI); the array's stage
+/// and its tasks' job ids by index.
+async fn submit_array(b: &Berth, range: &str, cmd: &str) -> (String, Vec<String>) {
+    let out = Command::new(common::berth::berth_bin())
+        .args(["--server", &b.url, "jobs", "submit", "--cpu", "1", "--workdir", &b.dir.display().to_string(), "--array", range, "--", cmd])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "jobs submit --array: {text} {}", String::from_utf8_lossy(&out.stderr));
+    let stage = text.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default().to_string();
+    let (status, results) = b.get(&format!("/api/v1/stages/{stage}/results")).await;
+    assert_eq!(status, 200, "{results}");
+    let mut tasks: Vec<(u32, String)> = results["job_statuses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            let name = j["name"].as_str().unwrap();
+            let index = name.rsplit_once('[').and_then(|(_, i)| i.trim_end_matches(']').parse().ok()).expect("a task name ends in [index]");
+            (index, j["job_id"].as_str().unwrap().to_string())
+        })
+        .collect();
+    tasks.sort();
+    (stage, tasks.into_iter().map(|(_, id)| id).collect())
+}
+
+/// The final records of `ids`, in their order, once all have ended.
+async fn ended_in_order(b: &Berth, ids: &[String]) -> Vec<serde_json::Value> {
+    b.wait_all_ended(ids, SECS(60)).await;
+    let mut out = Vec::new();
+    for id in ids {
+        out.push(b.job(id).await);
+    }
+    out
+}
+
+/// Every job Slurm has (any state, one row per array task) as (`%i`, `%j`).
+fn slurm_jobs(conf: &str) -> Vec<(String, String)> {
+    let text = slurm(conf, "squeue", &["-h", "-r", "-t", "all", "-o", "%i %j"]);
+    text.lines().filter_map(|l| l.split_once(' ')).map(|(i, j)| (i.to_string(), j.trim().to_string())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_array_goes_to_slurm_as_one_job_array_and_each_task_stays_its_own_berth_job() {
+    let Some(conf) = slurm_conf("an_array_goes_to_slurm_as_one_job_array_and_each_task_stays_its_own_berth_job") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let b = berth_on(&conf, "", "lower_priority", &["--slurm-arrays"]).await;
+    // Each task waits for its own file; task 2 fails.
+    let cmd = format!(
+        "echo idx=$BERTH_ARRAY_INDEX slurm=$SLURM_ARRAY_TASK_ID count=$SLURM_ARRAY_TASK_COUNT; echo err-$BERTH_ARRAY_INDEX >&2; \
+         while [ ! -e {}/go-$BERTH_ARRAY_INDEX ]; do sleep 0.1; done; [ $BERTH_ARRAY_INDEX = 2 ] && exit 5; exit 0",
+        b.dir.display()
+    );
+    let (_, ids) = submit_array(&b, "0-3", &cmd).await;
+    for id in &ids {
+        b.wait_state(id, &["running"], SECS(60)).await;
+    }
+    // One Slurm job array: every task's id is ARRAYID_INDEX of the same array.
+    let sids: Vec<String> = ids.iter().map(|id| slurm_id(&b, id, 1).expect("submitted")).collect();
+    let array = sids[0].split_once('_').map(|(a, _)| a.to_string()).unwrap_or_else(|| panic!("not an array task: {sids:?}"));
+    assert_eq!(sids, (0..4).map(|i| format!("{array}_{i}")).collect::<Vec<_>>());
+    for sid in &sids {
+        let rec = wait_slurm(&conf, sid, &["RUNNING"], SECS(30)).await;
+        assert_eq!(rec["ArrayJobId"], array, "{rec:?}");
+    }
+    let ours: Vec<(String, String)> = slurm_jobs(&conf).into_iter().filter(|(i, _)| i.starts_with(&format!("{array}_"))).collect();
+    assert_eq!(ours.len(), 4, "{ours:?}");
+    // Cancelling one task cancels only its Slurm task.
+    let (status, body) = b.post(&format!("/api/v1/jobs/{}/cancel", ids[1]), &json!({})).await;
+    assert_eq!(status, 200, "{body}");
+    wait_slurm(&conf, &sids[1], &["CANCELLED"], SECS(30)).await;
+    for i in [0, 2, 3] {
+        assert_eq!(slurm_record(&conf, &sids[i]).expect("known")["JobState"], "RUNNING", "task {i}");
+        assert_eq!(b.job(&ids[i]).await["state"], "running", "task {i}");
+    }
+    for i in [0, 2, 3] {
+        b.file(&format!("go-{i}"), "");
+    }
+    let ended = ended_in_order(&b, &ids).await;
+    let states: Vec<(&str, i64)> = ended.iter().map(|j| (j["state"].as_str().unwrap_or(""), j["exit_code"].as_i64().unwrap_or(-1))).collect();
+    assert_eq!(states, [("succeeded", 0), ("cancelled", -1), ("failed", 5), ("succeeded", 0)], "{ended:#?}");
+    assert_eq!(ended[2]["reason"], "exited with code 5", "{:#}", ended[2]);
+    // Each task's own logs, with Berth's index (also as Slurm's variables).
+    for i in [0usize, 2, 3] {
+        let (_, out) = b.get_text(&format!("/api/v1/jobs/{}/logs", ids[i])).await;
+        assert_eq!(out.trim(), format!("idx={i} slurm={i} count=4"), "task {i}");
+        let (_, err) = b.get_text(&format!("/api/v1/jobs/{}/logs?stream=stderr", ids[i])).await;
+        assert_eq!(err.trim(), format!("err-{i}"), "task {i}");
+    }
+    assert_eq!(wait_slurm(&conf, &sids[2], &["FAILED"], SECS(10)).await["ExitCode"], "5:0");
+    // Runs that are not array tasks still go alone, under their own name.
+    let lone = b.submit(json!({"entrypoint": "echo alone", "resources": {"cpu": 1}})).await;
+    b.wait_state(&lone, &["succeeded"], SECS(60)).await;
+    let lone_sid = slurm_id(&b, &lone, 1).expect("submitted");
+    assert!(!lone_sid.contains('_'), "{lone_sid}");
+    assert_eq!(slurm_record(&conf, &lone_sid).expect("known")["JobName"], format!("{lone}-r1"));
+    // Without --slurm-arrays each task is a batch job of its own, with the same index.
+    drop(b);
+    let b = berth_on(&conf, "", "lower_priority", &[]).await;
+    let (_, ids) = submit_array(&b, "5-6", "echo idx=$BERTH_ARRAY_INDEX slurm=$SLURM_ARRAY_TASK_ID").await;
+    let ended = ended_in_order(&b, &ids).await;
+    for (j, i) in ended.iter().zip([5, 6]) {
+        assert_eq!(j["state"], "succeeded", "{j:#}");
+        let sid = slurm_id(&b, j["id"].as_str().unwrap(), 1).expect("submitted");
+        assert!(!sid.contains('_'), "{sid}");
+        let (_, out) = b.get_text(&format!("/api/v1/jobs/{}/logs", j["id"].as_str().unwrap())).await;
+        assert_eq!(out.trim(), format!("idx={i} slurm={i}"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn berth_killed_mid_array_adopts_each_task_and_starts_none_twice() {
+    let Some(conf) = slurm_conf("berth_killed_mid_array_adopts_each_task_and_starts_none_twice") else { return };
+    let _turn = CLUSTER.lock().await;
+    empty_queue(&conf).await;
+    let mut b = berth_on(&conf, "", "lower_priority", &["--slurm-arrays"]).await;
+    let cmd = format!("while [ ! -e {}/go-$BERTH_ARRAY_INDEX ]; do sleep 0.1; done; echo done-$BERTH_ARRAY_INDEX; exit $BERTH_ARRAY_INDEX", b.dir.display());
+    let (_, ids) = submit_array(&b, "0-2", &cmd).await;
+    for id in &ids {
+        b.wait_state(id, &["running"], SECS(60)).await;
+    }
+    let sids: Vec<String> = ids.iter().map(|id| slurm_id(&b, id, 1).expect("submitted")).collect();
+    for sid in &sids {
+        wait_slurm(&conf, sid, &["RUNNING"], SECS(30)).await;
+    }
+    b.kill9();
+    // Task 1 ends (code 1) while Berth is away; the others keep running.
+    b.file("go-1", "");
+    wait_slurm(&conf, &sids[1], &["FAILED"], SECS(30)).await;
+    b.spawn().await;
+    let one = b.wait_state(&ids[1], &["failed"], SECS(30)).await;
+    assert_eq!(one["exit_code"], 1, "the outcome of the task that ended meanwhile: {one:#}");
+    for i in [0, 2] {
+        assert_eq!(b.job(&ids[i]).await["state"], "running", "task {i}");
+    }
+    b.file("go-0", "");
+    b.file("go-2", "");
+    let ended = ended_in_order(&b, &ids).await;
+    let codes: Vec<i64> = ended.iter().map(|j| j["exit_code"].as_i64().unwrap_or(-1)).collect();
+    assert_eq!(codes, [0, 1, 2], "{ended:#?}");
+    assert!(ended.iter().all(|j| j["runs"] == 1), "{ended:#?}");
+    let (_, log) = b.get_text(&format!("/api/v1/jobs/{}/logs", ids[2])).await;
+    assert_eq!(log.trim(), "done-2");
+    // Slurm ran each task once: the array's three tasks and nothing else of these jobs.
+    let array = sids[0].split_once('_').unwrap().0.to_string();
+    let named = ids.iter().map(|id| format!("{id}-r")).collect::<Vec<_>>();
+    let related: Vec<(String, String)> = slurm_jobs(&conf).into_iter().filter(|(i, j)| i.starts_with(&format!("{array}_")) || named.iter().any(|n| j.starts_with(n))).collect();
+    assert_eq!(related.len(), 3, "{related:?}");
+}

@@ -53,27 +53,19 @@ impl Loop {
             let at_us = self.clock.now_us();
             self.on_started(Started { run, backend: name, result, at_us }, batch);
         }
-        let todo = later;
-        if todo.is_empty() {
+        if later.is_empty() {
             return;
         }
         let tx = self.started_tx.clone();
         let clock = self.clock.clone();
         tokio::spawn(async move {
-            // A backend that said it is unavailable is not asked again by this task.
-            let mut down: HashMap<String, BackendError> = HashMap::new();
-            for (backend, name, spec) in todo {
-                let run = spec.run.clone();
-                let result = match down.get(&name) {
-                    Some(e) => Err(e.clone()),
-                    None => backend.start(spec).await,
+            for (backend, name, specs) in by_backend(later) {
+                let (tx, clock) = (tx.clone(), clock.clone());
+                let report = move |run: RunId, result: Result<String, BackendError>| {
+                    // The loop is gone when nobody receives: recovery adopts what was started.
+                    tx.send(Started { run, backend: name.clone(), result, at_us: clock.now_us() }).is_ok()
                 };
-                if let Err(e @ BackendError::Unavailable(_)) = &result {
-                    down.insert(name.clone(), e.clone());
-                }
-                if tx.send(Started { run, backend: name, result, at_us: clock.now_us() }).is_err() {
-                    return; // the loop is gone; recovery adopts what was started
-                }
+                backend.start_many(specs, &report).await;
             }
         });
     }
@@ -166,6 +158,9 @@ impl Loop {
         metadata.insert("queue".into(), live.queue.to_string());
         metadata.insert("flavor".into(), live.flavors.iter().map(|f| &*f.flavor).collect::<Vec<_>>().join(","));
         metadata.insert("submitter".into(), live.row.submitter.clone());
+        if let Some(stage) = &live.row.stage_id {
+            metadata.insert("stage".into(), stage.clone());
+        }
         StartSpec {
             run: live.run(),
             entrypoint: live.row.spec.entrypoint.clone(),
@@ -287,6 +282,19 @@ impl Loop {
             }
         }
     }
+}
+
+/// A cycle's starts per backend, backends in the order of their first start, each one's
+/// runs in admission order (a backend may start several together: Slurm's job arrays).
+fn by_backend(todo: Vec<(Arc<dyn Backend>, String, StartSpec)>) -> Vec<(Arc<dyn Backend>, String, Vec<StartSpec>)> {
+    let mut out: Vec<(Arc<dyn Backend>, String, Vec<StartSpec>)> = Vec::new();
+    for (backend, name, spec) in todo {
+        match out.iter_mut().find(|(_, n, _)| *n == name) {
+            Some((_, _, specs)) => specs.push(spec),
+            None => out.push((backend, name, vec![spec])),
+        }
+    }
+    out
 }
 
 /// Writes a cycle's rows and events, trying 5 times, each failure followed by a growing

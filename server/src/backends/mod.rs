@@ -21,6 +21,9 @@ use crate::engine::{FlavorAssignment, InFlightLimit, Name, Node, Resources};
 /// A boxed, sendable future (the trait must be object-safe).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Where [`Backend::start_many`] reports each start; false: nobody listens any more.
+pub type Report = dyn Fn(RunId, Result<String, BackendError>) -> bool + Send + Sync;
+
 /// One attempt of one job.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RunId {
@@ -167,6 +170,29 @@ pub trait Backend: Send + Sync + 'static {
     }
     /// Starts a run; returns a handle to store (pid, submission id…). Must not block long.
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>>;
+    /// Starts a cycle's runs on this backend in order, calling `done` with each result as
+    /// it comes; `done` answers false once nobody listens, and then no more are started.
+    /// The default starts them one by one and, once the backend says it is unavailable,
+    /// gives the rest that answer without asking it again. Slurm overrides it to submit the
+    /// tasks of one Berth array as one job array.
+    fn start_many<'a>(&'a self, specs: Vec<StartSpec>, done: &'a Report) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let mut down: Option<BackendError> = None;
+            for spec in specs {
+                let run = spec.run.clone();
+                let result = match &down {
+                    Some(e) => Err(e.clone()),
+                    None => self.start(spec).await,
+                };
+                if let Err(e @ BackendError::Unavailable(_)) = &result {
+                    down = Some(e.clone());
+                }
+                if !done(run, result) {
+                    return;
+                }
+            }
+        })
+    }
     /// Stops a run and everything it spawned. Returns once the stop is under way; the
     /// backend escalates on its own (SIGTERM, then SIGKILL after a grace period).
     fn stop(&self, run: RunId, handle: String) -> BoxFuture<'_, Result<(), BackendError>>;

@@ -262,6 +262,11 @@ pub struct ServeArgs {
     /// How often each Slurm cluster's node list is read, in milliseconds (at least 500).
     #[arg(long, default_value_t = 2000)]
     pub slurm_nodes_ms: u64,
+    /// Submit the tasks of one array (`jobs submit --array`) that Berth starts together as
+    /// one Slurm job array. Off by default: on the test cluster it was slower than a batch
+    /// job per task (docs/slurm.md, "Arrays").
+    #[arg(long)]
+    pub slurm_arrays: bool,
     /// Where Slurm runs keep their script and logs (`DIR/NAME/{run}/`): a directory the
     /// cluster's nodes see at the same path. Default: `slurm/` in the data dir.
     #[arg(long, value_name = "DIR")]

@@ -19,13 +19,18 @@
 //!
 //! Recovery after a restart finds a run's job by the id Berth stored, else by the id file in
 //! its run directory, and takes the outcome of one that ended meanwhile.
+//!
+//! With [`SlurmConfig::arrays`], the tasks of one Berth array started in one cycle go as one
+//! Slurm job array (`array`).
 
+mod array;
 mod cli;
 mod tasks;
 #[cfg(test)]
 mod tests;
 mod wire;
 
+use array::*;
 use cli::*;
 use tasks::*;
 use wire::*;
@@ -38,7 +43,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream, Traits};
+use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Report, RunId, StartSpec, Stream, Traits};
 use crate::engine::{Labels, Milli, Name, Node, Resources};
 
 /// Least time between two cancels of the same job.
@@ -72,6 +77,9 @@ pub struct SlurmConfig {
     pub nodes_interval: Duration,
     /// Bound of one command (default 10 s).
     pub command_timeout: Duration,
+    /// Submit the tasks of a Berth array that start together as one Slurm job array;
+    /// `false` (default): every run as its own batch job.
+    pub arrays: bool,
 }
 
 impl SlurmConfig {
@@ -86,6 +94,7 @@ impl SlurmConfig {
             poll_interval: Duration::from_millis(250),
             nodes_interval: Duration::from_secs(2),
             command_timeout: Duration::from_secs(10),
+            arrays: false,
         }
     }
 }
@@ -200,15 +209,17 @@ impl SlurmBackend {
         self.cfg.run_dir.join(run.key())
     }
 
-    /// The job id written down when the run was submitted.
+    /// The job id written down when the run was submitted (`ARRAYID_INDEX` for an array's
+    /// task).
     fn recorded_id(&self, run: &RunId) -> Option<String> {
-        std::fs::read_to_string(self.run_dir(run).join("slurm_job_id")).ok().and_then(|t| parsable_id(&t))
+        std::fs::read_to_string(self.run_dir(run).join("slurm_job_id")).ok().and_then(|t| job_ref(&t))
     }
 
-    /// The job Slurm has under the run's name, for a run whose id was never written down
-    /// (the server stopped between `sbatch` and writing it). Any state: also an ended one.
-    async fn find_by_name(&self, run: &RunId) -> Result<Option<String>, CliError> {
-        let args: Vec<String> = vec!["-h".into(), "-t".into(), "all".into(), format!("--name={}", run.key()), "-o".into(), "%i".into()];
+    /// The job Slurm has under `name` (an array's: its array id), for a run whose id was
+    /// never written down (the server stopped between `sbatch` and writing it). Any state:
+    /// also an ended one.
+    async fn find_by_name(&self, name: &str) -> Result<Option<String>, CliError> {
+        let args: Vec<String> = vec!["-h".into(), "-t".into(), "all".into(), format!("--name={name}"), "-o".into(), "%F".into()];
         let text = self.run("squeue", &args).await?;
         Ok(text.split_whitespace().filter_map(parsable_id).max_by_key(|id| id.parse::<u64>().unwrap_or(0)))
     }
@@ -218,16 +229,39 @@ impl SlurmBackend {
     }
 
     async fn submit(&self, spec: StartSpec) -> Result<String, BackendError> {
+        match self.earlier_start(&spec).await? {
+            Some(id) => Ok(id),
+            None => self.submit_fresh(spec).await,
+        }
+    }
+
+    /// The job an earlier start of this run submitted (the server stopped before recording
+    /// it), now watched: that job is the run. `None`: Slurm has none.
+    async fn earlier_start(&self, spec: &StartSpec) -> Result<Option<String>, BackendError> {
         if let Some(why) = self.lock_unreachable().clone() {
             return Err(BackendError::Unavailable(why));
         }
-        let dir = self.run_dir(&spec.run);
-        // Submitted before (the server stopped before recording it): that job is the run.
-        if let Some(id) = self.recorded_id(&spec.run) {
+        let id = match self.recorded_id(&spec.run) {
+            Some(id) => Some(id),
+            // A script but no id: an earlier start of this run may have reached Slurm.
+            None if self.run_dir(&spec.run).join("job.sh").exists() => {
+                let found = self.find_earlier(&spec.run).await.map_err(|e| e.into_backend("cannot ask Slurm about an earlier start"))?;
+                if let Some(id) = &found {
+                    let _ = std::fs::write(self.run_dir(&spec.run).join("slurm_job_id"), format!("{id}\n"));
+                }
+                found
+            }
+            None => None,
+        };
+        if let Some(id) = &id {
             tracing::info!(run = %spec.run.key(), job = %id, "Slurm already has this run; watching it");
-            self.watch(&id, &spec.run, &spec.resources);
-            return Ok(id);
+            self.watch(id, &spec.run, &spec.resources);
         }
+        Ok(id)
+    }
+
+    /// The Slurm node a run goes to and the partitions and features to ask for.
+    fn placement(&self, spec: &StartSpec) -> Result<(String, Vec<String>, Vec<String>), BackendError> {
         let (slurm_node, node_partitions) = {
             let nodes = self.nodes.read().unwrap_or_else(|e| e.into_inner());
             match nodes.iter().find(|l| *l.node.id == *spec.node) {
@@ -240,31 +274,37 @@ impl SlurmBackend {
         if partitions.is_empty() {
             partitions = node_partitions;
         }
+        Ok((slurm_node, partitions, features))
+    }
+
+    /// Writes the run's directory and script (and its `work/` when it names no working
+    /// directory); its working directory.
+    fn prepare_run(&self, spec: &StartSpec) -> Result<PathBuf, BackendError> {
+        let dir = self.run_dir(&spec.run);
         let workdir = match &spec.working_dir {
             Some(w) => PathBuf::from(w),
             None => dir.join("work"),
         };
-        let script = script(&spec).map_err(BackendError::Failed)?;
-        let script_path = dir.join("job.sh");
-        // A script but no id: an earlier start of this run may have reached Slurm.
-        if script_path.exists() {
-            if let Some(id) = self.find_by_name(&spec.run).await.map_err(|e| e.into_backend("cannot ask Slurm about an earlier start"))? {
-                tracing::info!(run = %spec.run.key(), job = %id, "Slurm already has this run; watching it");
-                let _ = std::fs::write(dir.join("slurm_job_id"), format!("{id}\n"));
-                self.watch(&id, &spec.run, &spec.resources);
-                return Ok(id);
-            }
-        }
+        let script = script(spec).map_err(BackendError::Failed)?;
         let prepared = (|| -> std::io::Result<()> {
             std::fs::create_dir_all(&dir)?;
             if spec.working_dir.is_none() {
                 std::fs::create_dir_all(&workdir)?;
             }
-            std::fs::write(&script_path, script)
+            std::fs::write(dir.join("job.sh"), script)
         })();
         prepared.map_err(|e| BackendError::Failed(format!("cannot write the run's files under {}: {e}", dir.display())))?;
+        Ok(workdir)
+    }
+
+    /// Submits a run Slurm does not have yet as a batch job of its own.
+    async fn submit_fresh(&self, spec: StartSpec) -> Result<String, BackendError> {
+        let (slurm_node, partitions, features) = self.placement(&spec)?;
+        let dir = self.run_dir(&spec.run);
+        let workdir = self.prepare_run(&spec)?;
+        clear_mark(&dir).map_err(|e| BackendError::Failed(format!("cannot clear the run's files under {}: {e}", dir.display())))?;
         let mut args = sbatch_args(&spec, &slurm_node, &partitions, &features, &dir, &workdir);
-        args.push(script_path.display().to_string());
+        args.push(dir.join("job.sh").display().to_string());
         let out = self.run("sbatch", &args).await.map_err(|e| e.into_backend("Slurm refused the job"))?;
         let Some(id) = parsable_id(&out) else {
             return Err(BackendError::Failed(format!("sbatch printed no job id: {}", last_line(&out))));
@@ -281,7 +321,7 @@ impl SlurmBackend {
     }
 
     async fn stop_run(&self, run: &RunId, handle: &str) -> Result<(), BackendError> {
-        let id = parsable_id(handle).or_else(|| self.recorded_id(run));
+        let id = job_ref(handle).or_else(|| self.recorded_id(run));
         let Some(id) = id else { return Ok(()) };
         {
             let mut w = self.lock_watched();
@@ -301,7 +341,7 @@ impl SlurmBackend {
             Ok(text) => {
                 let kv = key_values(text.lines().next().unwrap_or_default());
                 let get = |k: &str| kv.get(k).map(String::as_str).unwrap_or_default();
-                if !get("JobName").is_empty() && get("JobName") != run.key() {
+                if !get("JobName").is_empty() && get("JobName") != self.slurm_name(run) {
                     // The id now names another job (the controller lost its state).
                     return Ok(Some(Outcome::Failed(LOST.into())));
                 }
@@ -317,6 +357,9 @@ impl SlurmBackend {
 
     /// The job's line in the job-completion record (`sacct -c`, no slurmdbd needed).
     async fn completion_record(&self, id: &str, run: &RunId) -> Result<Outcome, CliError> {
+        let Some(id) = self.record_id(id, run) else { return Ok(Outcome::Failed(LOST.into())) };
+        let id = id.as_str();
+        let name = self.slurm_name(run);
         let args: Vec<String> = ["-c", "-n", "-P", "-j", id, "-o", "JobID,JobName,State,ExitCode,NodeList"].map(String::from).to_vec();
         let text = match self.run("sacct", &args).await {
             Ok(t) => t,
@@ -324,7 +367,7 @@ impl SlurmBackend {
             Err(CliError::Refused(_)) => String::new(),
             Err(e) => return Err(e),
         };
-        let line = text.lines().map(|l| l.split('|').collect::<Vec<_>>()).find(|f| f.len() >= 5 && f[0] == id && f[1] == run.key());
+        let line = text.lines().map(|l| l.split('|').collect::<Vec<_>>()).find(|f| f.len() >= 5 && f[0] == id && f[1] == name);
         Ok(match line {
             // The completion record's state may carry "by 0" (`CANCELLED by 0`).
             Some(f) => outcome(f[2].split_whitespace().next().unwrap_or_default(), "", f[3], f[4]),
@@ -338,7 +381,7 @@ impl SlurmBackend {
         if ids.is_empty() {
             return 0;
         }
-        let args: Vec<String> = vec!["-h".into(), "-t".into(), "all".into(), "-j".into(), ids.join(","), "-O".into(), ROW_FORMAT.into()];
+        let args: Vec<String> = vec!["-h".into(), "-r".into(), "-t".into(), "all".into(), "-j".into(), ids.join(","), "-O".into(), ROW_FORMAT.into()];
         let rows = match self.run("squeue", &args).await {
             Ok(text) => parse_rows(&text),
             // Every id unknown (all purged): the same as an empty list.
@@ -381,6 +424,9 @@ impl SlurmBackend {
         for id in restop {
             let _ = self.cancel(&id).await;
         }
+        // Sent together once all are known: the loop then admits their successors in one
+        // cycle, and the tasks of an array among them can go as one job array.
+        let mut exits: Vec<Exit> = Vec::new();
         for (id, row) in ended {
             let Some(run) = self.lock_watched().get(&id).map(|w| w.run.clone()) else { continue };
             let outcome = match self.final_state(&id, &run).await {
@@ -401,8 +447,11 @@ impl SlurmBackend {
             }
             tracing::debug!(run = %run.key(), job = %id, ?outcome, "Slurm job ended");
             if !w.stopping {
-                let _ = self.exits.send(Exit { run: w.run, outcome });
+                exits.push(Exit { run: w.run, outcome });
             }
+        }
+        for exit in exits {
+            let _ = self.exits.send(exit);
         }
         ids.len()
     }
@@ -425,11 +474,12 @@ impl SlurmBackend {
 
     async fn adopt_run(&self, spec: StartSpec, handle: Option<String>) -> Adopted {
         let run = spec.run.clone();
-        let mut id = handle.as_deref().and_then(parsable_id).or_else(|| self.recorded_id(&run));
+        let mut id = handle.as_deref().and_then(job_ref).or_else(|| self.recorded_id(&run));
         if id.is_none() && self.run_dir(&run).join("job.sh").exists() {
-            // Its script was written, so `sbatch` may have run: ask Slurm by name. If Slurm
-            // cannot say now, the run goes back to its queue, and its next start asks again.
-            id = self.find_by_name(&run).await.ok().flatten();
+            // Its script was written, so `sbatch` may have run: ask Slurm by name (its
+            // array's, for an array's task). If Slurm cannot say now, the run goes back to
+            // its queue, and its next start asks again.
+            id = self.find_earlier(&run).await.ok().flatten();
         }
         let Some(id) = id else { return Adopted::NeverStarted };
         match self.final_state(&id, &run).await {
@@ -498,7 +548,6 @@ impl Backend for SlurmBackend {
         self.lock_watched().clear();
     }
 
-
     fn name(&self) -> &str {
         &self.cfg.name
     }
@@ -529,6 +578,11 @@ impl Backend for SlurmBackend {
 
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {
         Box::pin(self.submit(spec))
+    }
+
+    /// The tasks of one Berth array that start together go as one Slurm job array.
+    fn start_many<'a>(&'a self, specs: Vec<StartSpec>, done: &'a Report) -> BoxFuture<'a, ()> {
+        Box::pin(self.start_batches(specs, done))
     }
 
     fn stop(&self, run: RunId, handle: String) -> BoxFuture<'_, Result<(), BackendError>> {

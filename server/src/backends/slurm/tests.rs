@@ -181,3 +181,70 @@ fn outside_work_is_slurms_allocation_minus_berths_jobs_including_those_ended_sin
     let big: (Name, Resources) = ("hpc:n1".into(), Resources::units(&[("cpu", 10)]));
     assert_eq!(outside(&listed, Some(read), [big].iter(), &[]).get("cpu"), Milli::ZERO);
 }
+
+/// Task `index` of stage `s-1` (as `berth jobs submit --array` makes them).
+fn task(job: &str, index: u32) -> StartSpec {
+    let mut t = spec();
+    t.run = RunId { job: job.into(), run: 1 };
+    t.metadata.insert("stage".into(), "s-1".into());
+    for k in ["BERTH_ARRAY_INDEX", "SLURM_ARRAY_TASK_ID"] {
+        t.env_vars.insert(k.into(), index.to_string());
+    }
+    t.env_vars.insert("SLURM_ARRAY_TASK_COUNT".into(), "9".into());
+    t
+}
+
+#[test]
+fn tasks_of_one_array_alike_but_for_their_index_share_a_batch_and_other_runs_go_alone() {
+    let keys = |b: &[Vec<StartSpec>]| -> Vec<Vec<String>> { b.iter().map(|v| v.iter().map(|s| s.run.job.to_string()).collect()).collect() };
+    let mut other_node = task("d", 4);
+    other_node.node = "hpc:n2".into();
+    let mut other_stage = task("e", 5);
+    other_stage.metadata.insert("stage".into(), "s-2".into());
+    let mut other_env = task("f", 6);
+    other_env.env_vars.insert("LR".into(), "0.1".into());
+    let mut retried_index = task("g", 1);
+    retried_index.run.run = 2;
+    let lone = spec(); // no stage, no index
+    let specs = vec![task("a", 1), lone, task("b", 2), other_node, other_stage, other_env, retried_index, task("c", 3)];
+    assert_eq!(keys(&batches(specs)), [vec!["a", "b", "c"], vec!["j-1"], vec!["d"], vec!["e"], vec!["f"], vec!["g"]]);
+    // A stage job without an index is not an array task.
+    let mut plain = task("h", 0);
+    plain.env_vars.remove("BERTH_ARRAY_INDEX");
+    assert_eq!(keys(&batches(vec![plain, task("i", 1)])), [vec!["h"], vec!["i"]]);
+}
+
+#[test]
+fn an_array_lists_its_indices_as_ranges_and_dispatches_each_task_to_its_run() {
+    assert_eq!(index_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
+    assert_eq!(index_list(&[5]), "5");
+    let tasks = [Task { index: 4, dir: "/r/a-r1".into(), work: "/r/a-r1/work".into() }, Task { index: 7, dir: "/r/b-r2".into(), work: "/shared/it's".into() }];
+    let text = dispatcher("array-a-r1", &tasks);
+    assert!(text.starts_with("#!/bin/sh\n"), "{text}");
+    assert!(text.contains("4) { echo \"$SLURM_JOB_ID\" > '/r/a-r1/slurm_raw_id'; } 2>/dev/null; cd '/r/a-r1/work' || exit 1; exec /bin/sh '/r/a-r1/job.sh' ;;\n"), "{text}");
+    assert!(text.contains("7) { echo \"$SLURM_JOB_ID\" > '/r/b-r2/slurm_raw_id'; } 2>/dev/null; cd '/shared/it'\\''s' || exit 1; exec /bin/sh '/r/b-r2/job.sh' ;;\n"), "{text}");
+    assert!(text.ends_with("exit 1\n"), "an index with no run fails: {text}");
+    // A task's own script exports Berth's index as a lone run of it would.
+    let t = script(&task("a", 4)).unwrap();
+    assert!(t.contains("export BERTH_ARRAY_INDEX='4'\n") && t.contains("export SLURM_ARRAY_TASK_COUNT='9'\n"), "{t}");
+}
+
+#[test]
+fn array_tasks_are_watched_as_array_id_and_index() {
+    assert_eq!(job_ref("42_3\n").as_deref(), Some("42_3"));
+    assert_eq!(job_ref("42").as_deref(), Some("42"));
+    for bad in ["42_", "_3", "42_[3-5]", "42_3_1", "x", ""] {
+        assert_eq!(job_ref(bad), None, "{bad}");
+    }
+    let rows = parse_rows("7_3|RUNNING|None|n1|cpu=1,mem=100M,node=1,billing=1|array-j-1-r1|\n7_4|PENDING|Resources||cpu=1,mem=100M,node=1,billing=1|array-j-1-r1|\n");
+    assert_eq!((rows[0].id.as_str(), rows[1].id.as_str(), rows[1].state.as_str()), ("7_3", "7_4", "PENDING"));
+    // A run's directory says which array and index it was submitted as.
+    let dir = std::env::temp_dir().join(format!("berth-slurm-mark-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("slurm_array"), "array-j-1-r1 3\n").unwrap();
+    assert_eq!(read_mark(&dir), Some(("array-j-1-r1".to_string(), 3)));
+    std::os::unix::fs::symlink("/nowhere/3.stdout", dir.join("stdout")).unwrap();
+    clear_mark(&dir).unwrap();
+    assert!(read_mark(&dir).is_none() && std::fs::symlink_metadata(dir.join("stdout")).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -86,7 +86,8 @@ pub(super) fn outcome(state: &str, reason: &str, exit: &str, nodes: &str) -> Out
     }
 }
 
-/// One row of the status query: `JobID|State|Reason|NodeList|tres-alloc|Name|`.
+/// One row of the status query: `JobArrayID|State|Reason|NodeList|tres-alloc|Name|` (the id
+/// of an array's task is `ARRAYID_INDEX`, of any other job its number).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Row {
     pub id: String,
@@ -97,8 +98,9 @@ pub(super) struct Row {
     pub name: String,
 }
 
-/// The `squeue -O` columns [`parse_rows`] reads.
-pub(super) const ROW_FORMAT: &str = "JobID:|,State:|,Reason:|,NodeList:|,tres-alloc:|,Name:|";
+/// The `squeue -r -O` columns [`parse_rows`] reads (`-r`: one row per task of an array,
+/// also while it waits; `JobID` would give a task's own number, unknown before it starts).
+pub(super) const ROW_FORMAT: &str = "JobArrayID:|,State:|,Reason:|,NodeList:|,tres-alloc:|,Name:|";
 
 pub(super) fn parse_rows(text: &str) -> Vec<Row> {
     text.lines()
@@ -325,9 +327,19 @@ pub(super) fn selection(selector: &BTreeMap<String, String>) -> (Vec<String>, Ve
 
 /// `sbatch` arguments of a run (everything but the script path).
 pub(super) fn sbatch_args(spec: &StartSpec, node: &str, partitions: &[String], features: &[String], dir: &Path, workdir: &Path) -> Vec<String> {
-    let mut a: Vec<String> = vec!["--parsable".into(), "--no-requeue".into()];
+    let mut a = request_args(spec, node, partitions, features);
     a.push(format!("--job-name={}", spec.run.key()));
     a.push(format!("--comment=berth-job:{}", spec.run.job));
+    a.push(format!("--chdir={}", workdir.display()));
+    a.push(format!("--output={}", dir.join("stdout").display()));
+    a.push(format!("--error={}", dir.join("stderr").display()));
+    a
+}
+
+/// The `sbatch` options of a run's request and placement, shared by a lone run and a job
+/// array: node, partitions, features, CPUs, memory, GRES, time limit, no requeue.
+pub(super) fn request_args(spec: &StartSpec, node: &str, partitions: &[String], features: &[String]) -> Vec<String> {
+    let mut a: Vec<String> = vec!["--parsable".into(), "--no-requeue".into()];
     a.push(format!("--nodelist={node}"));
     if !partitions.is_empty() {
         a.push(format!("--partition={}", partitions.join(",")));
@@ -355,9 +367,6 @@ pub(super) fn sbatch_args(spec: &StartSpec, node: &str, partitions: &[String], f
         // Whole minutes: the cluster's stop comes at or after Berth's own.
         a.push(format!("--time={}", spec.timeout_s.div_ceil(60)));
     }
-    a.push(format!("--chdir={}", workdir.display()));
-    a.push(format!("--output={}", dir.join("stdout").display()));
-    a.push(format!("--error={}", dir.join("stderr").display()));
     a
 }
 
@@ -365,6 +374,18 @@ pub(super) fn sbatch_args(spec: &StartSpec, node: &str, partitions: &[String], f
 pub(super) fn parsable_id(out: &str) -> Option<String> {
     let id = out.trim().split(';').next()?.trim();
     (!id.is_empty() && id.chars().all(|c| c.is_ascii_digit())).then(|| id.to_string())
+}
+
+/// A job Berth watches, as written down or stored as a run's handle: a job id (`42`) or
+/// an array's task (`42_3`).
+pub(super) fn job_ref(text: &str) -> Option<String> {
+    let t = text.trim();
+    let digits = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit());
+    let ok = match t.split_once('_') {
+        Some((job, task)) => digits(job) && digits(task),
+        None => digits(t),
+    };
+    ok.then(|| t.to_string())
 }
 
 /// The last non-empty line of a command's error output, bounded.
