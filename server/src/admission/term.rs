@@ -1,6 +1,6 @@
 //! The loop under a leader lease (PostgreSQL replicas, see `replicas`): it ends when the
 //! lease is lost, starts nothing once the lease may have lapsed, and takes in the jobs
-//! other replicas stored.
+//! other replicas stored. (It also publishes its waiting list for followers: `published`.)
 
 use super::*;
 
@@ -105,10 +105,11 @@ impl Loop {
 }
 
 impl State {
-    /// What a follower shows: the unfinished jobs as stored, under the config in force.
-    /// Waiting jobs have no position there (only the leader's decisions give them one).
-    pub fn mirror(rows: Vec<JobRow>, active: &ActiveConfig, nodes: Vec<Node>) -> State {
+    /// What a follower shows: the unfinished jobs as stored, under the config in force,
+    /// with the positions and reasons the leader published last (`waiting`, see
+    /// `published`): only the leader's decisions give them.
+    pub fn mirror(rows: Vec<JobRow>, active: &ActiveConfig, nodes: Vec<Node>, waiting: Waiting) -> State {
         let jobs = rows.into_iter().map(|r| Live::from_row(r, &active.compiled)).map(|l| (l.key.clone(), l)).collect();
-        State { jobs, waiting: Waiting::default(), compiled: active.compiled.clone(), config_version: active.version, nodes, stages: HashMap::new() }
+        State { jobs, waiting, compiled: active.compiled.clone(), config_version: active.version, nodes, stages: HashMap::new() }
     }
 }
