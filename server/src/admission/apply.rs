@@ -51,7 +51,7 @@ impl Loop {
             let result = futures_util::FutureExt::now_or_never(backend.start(spec))
                 .unwrap_or_else(|| Err(BackendError::Failed(format!("backend {name} did not start the run at once"))));
             let at_us = self.clock.now_us();
-            self.on_started(Started { run, backend: name, result, at_us }, batch);
+            self.on_started(Started { run, backend: name, result, at_us, cut_short: false }, batch);
         }
         let todo = later;
         if todo.is_empty() {
@@ -59,11 +59,19 @@ impl Loop {
         }
         let tx = self.started_tx.clone();
         let clock = self.clock.clone();
+        let term = self.term.as_ref().map(Term::bound);
         tokio::spawn(async move {
             // A backend that said it is unavailable is not asked again by this task.
             let mut down: HashMap<String, BackendError> = HashMap::new();
             for (backend, name, spec) in todo {
                 let run = spec.run.clone();
+                if term.as_ref().is_some_and(|t| !t.held_now()) {
+                    // Paused past the lease between two starts: start no more; the loop
+                    // ends its term and the next one finds these runs never started.
+                    let result = Err(BackendError::Unavailable("the leader lease may have lapsed".into()));
+                    let _ = tx.send(Started { run, backend: name, result, at_us: clock.now_us(), cut_short: true });
+                    return;
+                }
                 let result = match down.get(&name) {
                     Some(e) => Err(e.clone()),
                     None => backend.start(spec).await,
@@ -71,7 +79,7 @@ impl Loop {
                 if let Err(e @ BackendError::Unavailable(_)) = &result {
                     down.insert(name.clone(), e.clone());
                 }
-                if tx.send(Started { run, backend: name, result, at_us: clock.now_us() }).is_err() {
+                if tx.send(Started { run, backend: name, result, at_us: clock.now_us(), cut_short: false }).is_err() {
                     return; // the loop is gone; recovery adopts what was started
                 }
             }
@@ -81,6 +89,10 @@ impl Loop {
     /// A start's result: the job runs, waits for its backend, or fails. A run whose job was
     /// cancelled or preempted while it started is stopped at once.
     pub(super) fn on_started(&mut self, s: Started, batch: &mut Batch) {
+        if s.cut_short {
+            self.start_cut_short();
+            return;
+        }
         let key = s.run.job.clone();
         self.starting.remove(&key);
         let early = self.early_exits.remove(&key);

@@ -320,6 +320,9 @@ struct Started {
     result: Result<String, BackendError>,
     /// When the backend's start returned (µs).
     at_us: i64,
+    /// Not tried: the leader lease may have lapsed while the task went through the cycle's
+    /// starts (see [`Loop::start_cut_short`]).
+    cut_short: bool,
 }
 
 /// What one cycle changed, written together.

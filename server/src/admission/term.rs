@@ -17,7 +17,21 @@ pub struct Term {
 impl Term {
     /// Whether the lease is surely held now (false after a pause longer than the lease).
     pub fn held_now(&self) -> bool {
-        Instant::now() < *self.until.lock().unwrap_or_else(|e| e.into_inner())
+        Bound(self.until.clone()).held_now()
+    }
+
+    /// The bound alone, for a start task to check before each start.
+    pub(super) fn bound(&self) -> Bound {
+        Bound(self.until.clone())
+    }
+}
+
+/// Until when the lease is surely held (see [`Term::until`]).
+pub(super) struct Bound(Arc<std::sync::Mutex<Instant>>);
+
+impl Bound {
+    pub(super) fn held_now(&self) -> bool {
+        Instant::now() < *self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -57,6 +71,16 @@ impl Loop {
             self.deposed = true;
         }
         held
+    }
+
+    /// A start task found the lease may have lapsed between two starts and started no more:
+    /// the term ends (even if a late renewal still holds the lease: its admitted jobs wait
+    /// for starts that will not come), and the next term recovers them from the database.
+    pub(super) fn start_cut_short(&mut self) {
+        if !self.deposed {
+            tracing::warn!("the leader lease may have lapsed while starting runs: starting no more, ending this term");
+            self.deposed = true;
+        }
     }
 
     /// A failed commit under a term ends it: memory may differ from the database, and the
