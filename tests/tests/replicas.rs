@@ -50,10 +50,19 @@ fn pg_or_skip(test: &str) -> bool {
 
 /// `n` replicas on a fresh PostgreSQL database, CONFIG applied; named r0, r1, ….
 async fn replicas(n: usize) -> Vec<Berth> {
-    let flags = |i: usize| vec!["--local-cpus".to_string(), "64".into(), "--replica-name".into(), format!("r{i}"), "--lease-ms".into(), "2000".into()];
+    replicas_with(n, &["--local-cpus", "64"], CONFIG).await
+}
+
+/// `n` replicas with the backend flags `backends`, `config` applied; named r0, r1, ….
+async fn replicas_with(n: usize, backends: &[&str], config: &str) -> Vec<Berth> {
+    let flags = |i: usize| {
+        let mut f: Vec<String> = backends.iter().map(|s| s.to_string()).collect();
+        f.extend(["--replica-name".to_string(), format!("r{i}"), "--lease-ms".into(), "2000".into()]);
+        f
+    };
     let f0 = flags(0);
     let first = Berth::start(Backend::Postgres, &f0.iter().map(String::as_str).collect::<Vec<_>>()).await;
-    first.apply(CONFIG).await;
+    first.apply(config).await;
     let mut all = vec![first];
     for i in 1..n {
         let f = flags(i);
@@ -128,12 +137,17 @@ async fn submit_somewhere(urls: &[String], start: usize, body: &Value) -> String
     }
 }
 
-/// Submits `count` jobs round-robin, one every `every`, on a task; `done` counts them.
-fn burst(urls: Vec<String>, ran: std::path::PathBuf, count: usize, every: Duration, done: Arc<AtomicUsize>) -> tokio::task::JoinHandle<Vec<String>> {
+/// `count` jobs that each write their id to `ran`.
+fn jobs(count: usize, ran: &std::path::Path) -> Vec<Value> {
+    (0..count).map(|n| job(n, ran)).collect()
+}
+
+/// Submits `bodies` round-robin, one every `every`, on a task; `done` counts them.
+fn burst(urls: Vec<String>, bodies: Vec<Value>, every: Duration, done: Arc<AtomicUsize>) -> tokio::task::JoinHandle<Vec<String>> {
     tokio::spawn(async move {
-        let mut ids = Vec::with_capacity(count);
-        for n in 0..count {
-            ids.push(submit_somewhere(&urls, n, &job(n, &ran)).await);
+        let mut ids = Vec::with_capacity(bodies.len());
+        for (n, body) in bodies.iter().enumerate() {
+            ids.push(submit_somewhere(&urls, n, body).await);
             done.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(every).await;
         }
@@ -160,19 +174,28 @@ async fn next_admission(rs: &[Berth], alive: &[usize], after: SystemTime) -> Sys
 }
 
 /// Every job ran once and succeeded once: the jobs' own record of running (`ran`), and
-/// Berth's events (one `started`, one `finished` that says succeeded, per job).
+/// Berth's records (see [`assert_each_succeeded_once`]).
 async fn assert_each_ran_once(r: &Berth, ids: &[String], ran: &std::path::Path) {
-    let jobs = r.wait_all_ended(ids, SECS(180)).await;
-    let states: BTreeMap<String, usize> = jobs.iter().fold(BTreeMap::new(), |mut m, j| {
-        *m.entry(j["state"].as_str().unwrap().to_string()).or_default() += 1;
-        m
-    });
-    assert_eq!(states.get("succeeded"), Some(&ids.len()), "{states:?}");
+    assert_each_succeeded_once(r, ids, SECS(180)).await;
     let lines = std::fs::read_to_string(ran).unwrap_or_default();
     let mut runs: HashMap<&str, usize> = HashMap::new();
     lines.lines().for_each(|l| *runs.entry(l).or_default() += 1);
     for id in ids {
         assert_eq!(runs.get(id.as_str()), Some(&1), "job {id} ran {:?} times", runs.get(id.as_str()));
+    }
+}
+
+/// Every job ended `succeeded` after one run, with one `started` and one `finished` event
+/// that says succeeded (Berth's events, read on `r`).
+async fn assert_each_succeeded_once(r: &Berth, ids: &[String], within: Duration) {
+    let jobs = r.wait_all_ended(ids, within).await;
+    let states: BTreeMap<String, usize> = jobs.iter().fold(BTreeMap::new(), |mut m, j| {
+        *m.entry(j["state"].as_str().unwrap().to_string()).or_default() += 1;
+        m
+    });
+    assert_eq!(states.get("succeeded"), Some(&ids.len()), "{states:?}");
+    for j in &jobs {
+        assert_eq!(j["runs"], 1, "{j:#}");
     }
     let count = |events: Vec<Value>| {
         let mut per: HashMap<String, usize> = HashMap::new();
@@ -199,7 +222,7 @@ async fn a_burst_survives_two_leader_kills() {
     let ran = rs[0].dir.join("ran");
     let urls: Vec<String> = rs.iter().map(|r| r.url.clone()).collect();
     let done = Arc::new(AtomicUsize::new(0));
-    let submitting = burst(urls, ran.clone(), 200, Duration::from_millis(25), done.clone());
+    let submitting = burst(urls, jobs(200, &ran), Duration::from_millis(25), done.clone());
     let mut waits = Vec::new();
     for kill in 1..=2 {
         let at_least = kill * 60;
@@ -306,7 +329,7 @@ async fn replicas_ride_out_a_postgresql_restart() {
     let ran = rs[0].dir.join("ran");
     let urls: Vec<String> = rs.iter().map(|r| r.url.clone()).collect();
     let done = Arc::new(AtomicUsize::new(0));
-    let submitting = burst(urls, ran.clone(), 80, Duration::from_millis(40), done.clone());
+    let submitting = burst(urls, jobs(80, &ran), Duration::from_millis(40), done.clone());
     wait_until("the burst to start", SECS(60), async || if done.load(Ordering::Relaxed) >= 30 { Ok(()) } else { Err("not yet".to_string()) }).await;
     let pg = concat!(env!("CARGO_MANIFEST_DIR"), "/../.ci/pg.sh");
     let run = |step: &str| std::process::Command::new(pg).arg(step).env("BERTH_PG_DATA", &data).env("BERTH_PG_PORT", &port).stdout(std::process::Stdio::null()).status().unwrap();
@@ -431,4 +454,193 @@ async fn a_second_server_on_one_sqlite_file_is_refused() {
     assert!(said.contains("PostgreSQL"), "{said}");
     // The first goes on serving.
     assert_eq!(first.get_text("/readyz").await.0, 200);
+}
+
+/// One queue on the Ray head's node (label pool=test, 4 CPUs), 4 CPUs of quota.
+const RAY_CONFIG: &str = r#"
+resource_flavors:
+  - name: ray-test
+    selector:
+      - {key: pool, operator: in, values: [test]}
+resource_queues:
+  - name: burst
+    resource_groups:
+      - covered_resources: [cpu]
+        flavors: [{name: ray-test, resources: [{name: cpu, nominal_quota: 4}]}]
+scheduling_rules:
+  - resource_queue: burst
+"#;
+
+/// The Ray head the tests share (`.ci/ray.sh start` prints its URL), if set; says why not.
+fn ray_or_skip(test: &str) -> Option<String> {
+    match std::env::var("BERTH_TEST_RAY_URL") {
+        Ok(url) => Some(url.trim_end_matches('/').to_string()),
+        Err(_) => {
+            eprintln!("{test}: skipped: BERTH_TEST_RAY_URL is not set (`.ci/ray.sh start` prints one)");
+            None
+        }
+    }
+}
+
+/// SIGKILLs `r` as soon as its API lists a job admitted and not yet started (its start on
+/// the backend under way), or once `within` has passed; whether it saw one.
+async fn kill_mid_start(r: &mut Berth, within: Duration) -> bool {
+    let http = reqwest::Client::builder().timeout(SECS(2)).build().unwrap();
+    let deadline = Instant::now() + within;
+    let mut seen = false;
+    while !seen && Instant::now() < deadline {
+        if let Ok(resp) = http.get(format!("{}/api/v1/jobs?state=admitted&max_items=1", r.url)).send().await {
+            seen = resp.json::<Value>().await.is_ok_and(|page| page["jobs"].as_array().is_some_and(|j| !j.is_empty()));
+        }
+        if !seen {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    r.kill9();
+    seen
+}
+
+/// Every Ray job Berth submitted for `ids`, per Berth job, as Ray's own job list has them.
+async fn ray_jobs_of(ray: &str, ids: &[String]) -> HashMap<String, Vec<Value>> {
+    let all: Vec<Value> = reqwest::get(format!("{ray}/api/jobs/")).await.unwrap().json().await.unwrap();
+    let mut per: HashMap<String, Vec<Value>> = ids.iter().map(|id| (id.clone(), Vec::new())).collect();
+    for job in all {
+        let sid = job["submission_id"].as_str().unwrap_or_default();
+        let by_metadata = job["metadata"]["berth_job_id"].as_str().filter(|id| per.contains_key(*id));
+        let by_key = ids.iter().find(|id| sid.strip_prefix(id.as_str()).is_some_and(|run| run.starts_with("-r")));
+        if let Some(id) = by_metadata.map(str::to_string).or_else(|| by_key.cloned()) {
+            per.get_mut(&id).unwrap().push(job);
+        }
+    }
+    per
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_burst_on_ray_survives_leader_kills_mid_start() {
+    if !pg_or_skip("a_burst_on_ray_survives_leader_kills_mid_start") {
+        return;
+    }
+    let Some(ray) = ray_or_skip("a_burst_on_ray_survives_leader_kills_mid_start") else { return };
+    let _pg = PG.read().await;
+    // Ray keeps the finished jobs (Berth would delete them), so its list shows every one.
+    let flags = ["--no-local", "--ray", &format!("ray={ray}"), "--ray-poll-ms", "200", "--ray-keep-finished"];
+    let mut rs = replicas_with(3, &flags, RAY_CONFIG).await;
+    let urls: Vec<String> = rs.iter().map(|r| r.url.clone()).collect();
+    let bodies: Vec<Value> = (0..40)
+        .map(|n| json!({ "name": format!("ray-burst-{n}"), "submission_id": format!("ray-burst-{n}"), "entrypoint": format!("echo ray-burst-{n}"), "resources": { "cpu": 1 } }))
+        .collect();
+    let done = Arc::new(AtomicUsize::new(0));
+    let submitting = burst(urls, bodies, Duration::from_millis(150), done.clone());
+    let mut mid_start = Vec::new();
+    let mut alive = 0;
+    for kill in 1..=2 {
+        let at_least = kill * 12;
+        wait_until("the burst to go on", SECS(60), async || if done.load(Ordering::Relaxed) >= at_least { Ok(()) } else { Err(format!("{} submitted", done.load(Ordering::Relaxed))) }).await;
+        let leader = wait_for_leader(&rs, None).await;
+        let killed_at = SystemTime::now();
+        mid_start.push(kill_mid_start(&mut rs[leader], SECS(30)).await);
+        let others: Vec<usize> = (0..rs.len()).filter(|&i| i != leader).collect();
+        let admitted = next_admission(&rs, &others, killed_at).await;
+        println!("kill {kill} of the leader (r{leader}, a start under way: {}) → next admission: {:.2} s", mid_start[kill - 1], admitted.duration_since(killed_at).unwrap_or_default().as_secs_f64());
+        alive = wait_for_leader(&rs, Some(leader)).await;
+        rs[leader].spawn().await;
+    }
+    assert!(mid_start.iter().any(|&m| m), "no kill landed while a start was under way");
+    let ids = submitting.await.unwrap();
+    assert_each_succeeded_once(&rs[alive], &ids, SECS(300)).await;
+    // Ray's own record: one submission per job, run 1's, which succeeded.
+    for (id, on_ray) in ray_jobs_of(&ray, &ids).await {
+        let seen: Vec<(&str, &str)> = on_ray.iter().map(|j| (j["submission_id"].as_str().unwrap_or(""), j["status"].as_str().unwrap_or(""))).collect();
+        assert_eq!(seen, [(format!("{id}-r1").as_str(), "SUCCEEDED")], "job {id} on Ray");
+    }
+}
+
+/// Waits until the leader ranks `ids` at `want` and the follower shows each the same
+/// position and reason.
+async fn same_positions(leader: &Berth, follower: &Berth, ids: &[&String], want: &[u64]) {
+    wait_until("the follower to show the leader's positions", SECS(30), async || {
+        for (id, want) in ids.iter().zip(want) {
+            let (l, f) = (leader.job(id).await, follower.job(id).await);
+            if l["position"].as_u64() != Some(*want) {
+                return Err(format!("the leader has {id} at {}, not {want}", l["position"]));
+            }
+            if (&f["position"], &f["reason"]) != (&l["position"], &l["reason"]) {
+                return Err(format!("{id}: the leader says {} ({}), the follower {} ({})", l["position"], l["reason"], f["position"], f["reason"]));
+            }
+        }
+        Ok(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_follower_shows_the_positions_the_leader_gives() {
+    if !pg_or_skip("a_follower_shows_the_positions_the_leader_gives") {
+        return;
+    }
+    let _pg = PG.read().await;
+    let rs = replicas(2).await;
+    let leader = wait_for_leader(&rs, None).await;
+    let (l, f) = (&rs[leader], &rs[1 - leader]);
+    // Eight long jobs fill the quota; three more wait, submitted on the follower.
+    let long = |n: usize| json!({ "name": format!("long-{n}"), "entrypoint": "sleep 600", "resources": { "cpu": 1 } });
+    let mut ids = Vec::new();
+    for n in 0..11 {
+        ids.push(f.submit(long(n)).await);
+    }
+    for id in &ids[..8] {
+        f.wait_state(id, &["running"], SECS(30)).await;
+    }
+    let (a, b, c) = (&ids[8], &ids[9], &ids[10]);
+    same_positions(l, f, &[a, b, c], &[1, 2, 3]).await;
+    let shown = f.job(a).await;
+    assert!(shown["reason"].as_str().unwrap_or_default().contains("cpu"), "{shown:#}");
+    // The last one raised (on the follower) goes first; the others move back one.
+    let (status, raised) = f.post(&format!("/api/v1/jobs/{c}/priority"), &json!({ "priority": 5 })).await;
+    assert_eq!(status, 200, "{raised:#}");
+    same_positions(l, f, &[c, a, b], &[1, 2, 3]).await;
+    // The follower's queue view lists them so.
+    let (status, queue) = f.get("/api/v1/queues/burst").await;
+    assert_eq!(status, 200, "{queue:#}");
+    let listed: Vec<(String, u64)> =
+        queue["pending"].as_array().unwrap().iter().map(|p| (p["id"].as_str().unwrap().to_string(), p["position"].as_u64().unwrap())).collect();
+    assert_eq!(listed, [(c.clone(), 1), (a.clone(), 2), (b.clone(), 3)], "{queue:#}");
+    for id in &ids {
+        let (status, _) = f.post(&format!("/api/v1/jobs/{id}/cancel"), &json!({})).await;
+        assert_eq!(status, 200);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposed_leader_writes_no_history_sample_nor_waiting_list() {
+    use server::store::jobs::{JobStore, JobStoreError, NewSample};
+    if !pg_or_skip("a_deposed_leader_writes_no_history_sample_nor_waiting_list") {
+        return;
+    }
+    let _pg = PG.read().await;
+    let db = server::store::Db::connect(&common::fresh_database(Backend::Postgres).await).await.unwrap();
+    let lease = |name: &str| server::replicas::Lease::new(db.pool.clone(), name.to_string(), Duration::from_millis(200));
+    let (a, b) = (lease("a"), lease("b"));
+    let epoch = a.try_acquire().await.unwrap().expect("a takes the free lease");
+    let deposed = JobStore::new(db.clone()).fenced(epoch);
+    let sample = NewSample { queue: "q".into(), flavor: "f".into(), resource: "cpu".into(), used_milli: 1000, nominal_milli: Some(2000), borrowed_milli: 0 };
+    let now = server::clock::now_us();
+    deposed.insert_samples(now, std::slice::from_ref(&sample)).await.expect("the leader's sample is written");
+    // `a` renews no more: `b` takes the lease once it lapses.
+    let taken = wait_until("b to take the lapsed lease", SECS(10), async || match b.try_acquire().await {
+        Ok(Some(e)) => Ok(e),
+        other => Err(format!("{other:?}")),
+    })
+    .await;
+    assert!(taken > epoch);
+    let fenced = |r: Result<(), JobStoreError>| matches!(r, Err(JobStoreError::Fenced(e)) if e == epoch);
+    let late = deposed.insert_samples(now + 1, std::slice::from_ref(&sample)).await;
+    assert!(fenced(late), "a deposed leader's sample");
+    assert!(fenced(deposed.prune_samples(now + 2).await.map(|_| ())), "a deposed leader's prune");
+    assert!(fenced(deposed.publish_waiting(now, "{}").await), "a deposed leader's waiting list");
+    let count = || async { sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM resource_samples").fetch_one(&db.pool).await.unwrap() };
+    assert_eq!(count().await, 1, "only the sample written while leading is stored");
+    // The new leader's are.
+    JobStore::new(db.clone()).fenced(taken).insert_samples(now + 3, &[sample]).await.expect("the new leader's sample");
+    assert_eq!(count().await, 2);
 }

@@ -2,6 +2,7 @@
 //! cycle's changes (at once or in the background) and letting backends forget ended runs.
 
 use super::*;
+use super::term::Bound;
 
 impl Loop {
     /// Whether the backend a job was admitted to records its starts (see
@@ -51,19 +52,36 @@ impl Loop {
             let result = futures_util::FutureExt::now_or_never(backend.start(spec))
                 .unwrap_or_else(|| Err(BackendError::Failed(format!("backend {name} did not start the run at once"))));
             let at_us = self.clock.now_us();
-            self.on_started(Started { run, backend: name, result, at_us }, batch);
+            self.on_started(Started { run, backend: name, result, at_us, cut_short: false }, batch);
         }
         if later.is_empty() {
             return;
         }
         let tx = self.started_tx.clone();
         let clock = self.clock.clone();
+        let term = self.term.as_ref().map(Term::bound);
         tokio::spawn(async move {
+            // Paused past the lease between two starts: start no more; the loop ends its
+            // term and the next one finds the runs not started as never started.
+            let lapsed = |term: &Option<Bound>| term.as_ref().is_some_and(|t| !t.held_now());
             for (backend, name, specs) in by_backend(later) {
-                let (tx, clock) = (tx.clone(), clock.clone());
+                let Some(first) = specs.first().map(|s| s.run.clone()) else { continue };
+                let cut = Started { run: first, backend: name.clone(), result: Err(BackendError::Unavailable("the leader lease may have lapsed".into())), at_us: 0, cut_short: true };
+                if lapsed(&term) {
+                    let _ = tx.send(cut);
+                    return;
+                }
+                let (tx, clock, term) = (tx.clone(), clock.clone(), term.clone());
                 let report = move |run: RunId, result: Result<String, BackendError>| {
                     // The loop is gone when nobody receives: recovery adopts what was started.
-                    tx.send(Started { run, backend: name.clone(), result, at_us: clock.now_us() }).is_ok()
+                    if tx.send(Started { run, backend: name.clone(), result, at_us: clock.now_us(), cut_short: false }).is_err() {
+                        return false;
+                    }
+                    if lapsed(&term) {
+                        let _ = tx.send(cut.clone());
+                        return false;
+                    }
+                    true
                 };
                 backend.start_many(specs, &report).await;
             }
@@ -73,6 +91,10 @@ impl Loop {
     /// A start's result: the job runs, waits for its backend, or fails. A run whose job was
     /// cancelled or preempted while it started is stopped at once.
     pub(super) fn on_started(&mut self, s: Started, batch: &mut Batch) {
+        if s.cut_short {
+            self.start_cut_short();
+            return;
+        }
         let key = s.run.job.clone();
         self.starting.remove(&key);
         let early = self.early_exits.remove(&key);

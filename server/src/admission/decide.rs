@@ -230,6 +230,7 @@ impl Loop {
         waiting.extend(held_back.map(|(key, why)| (key, Wait { position: 0, reason: why.into(), headline: None })));
         if explained {
             self.state.waiting = Waiting::new(waiting);
+            self.waiting_changed();
             self.explain_due = false;
             self.explained_at = Some(Instant::now());
             self.explain_at = None;

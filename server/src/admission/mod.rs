@@ -41,6 +41,7 @@ mod gate;
 mod harness;
 pub mod intake;
 mod live;
+mod published;
 mod recover;
 mod sample;
 mod term;
@@ -279,6 +280,8 @@ pub struct Loop {
     deposed: bool,
     /// Jobs other replicas stored, to read before the next decision ([`Cmd::Load`]).
     to_load: HashSet<String>,
+    /// The waiting list as last published for followers (see `published`).
+    publication: published::Publication,
 }
 
 /// What a background commit wrote, and how it went.
@@ -311,12 +314,16 @@ type UsageCells = BTreeMap<(Name, Name, Name), i64>;
 type Reply = oneshot::Sender<Result<JobRow, LoopError>>;
 
 /// What a start task reports for one run.
+#[derive(Clone)]
 struct Started {
     run: RunId,
     backend: String,
     result: Result<String, BackendError>,
     /// When the backend's start returned (µs).
     at_us: i64,
+    /// Not tried: the leader lease may have lapsed while the task went through the cycle's
+    /// starts (see [`Loop::start_cut_short`]).
+    cut_short: bool,
 }
 
 /// What one cycle changed, written together.
@@ -400,6 +407,7 @@ impl Loop {
             term: None,
             deposed: false,
             to_load: HashSet::new(),
+            publication: published::Publication::default(),
         }
     }
 
@@ -566,6 +574,7 @@ impl Loop {
         }
         self.carry = batch;
         self.sample(now).await;
+        self.publish_waiting(now).await;
         if decided {
             self.metrics.cycle.observe(t_cycle.elapsed().as_secs_f64());
         }

@@ -53,6 +53,10 @@ impl Loop {
             })
             .collect();
         if let Err(e) = self.store.insert_samples(now, &samples).await {
+            if matches!(e, crate::store::jobs::JobStoreError::Fenced(_)) {
+                self.commit_failed(&e); // another replica leads: its samples count now
+                return;
+            }
             tracing::warn!(error = %e, "cannot write resource history");
             self.peak = usage;
             return;
@@ -63,8 +67,10 @@ impl Loop {
         if self.last_prune.is_none_or(|t| t.elapsed() >= Duration::from_secs(3600)) {
             self.last_prune = Some(Instant::now());
             let before = now - self.settings.history_retention.as_micros() as i64;
-            if let Err(e) = self.store.prune_samples(before).await {
-                tracing::warn!(error = %e, "cannot prune resource history");
+            match self.store.prune_samples(before).await {
+                Err(e @ crate::store::jobs::JobStoreError::Fenced(_)) => self.commit_failed(&e),
+                Err(e) => tracing::warn!(error = %e, "cannot prune resource history"),
+                Ok(_) => {}
             }
         }
     }

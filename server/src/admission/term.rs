@@ -1,6 +1,6 @@
 //! The loop under a leader lease (PostgreSQL replicas, see `replicas`): it ends when the
 //! lease is lost, starts nothing once the lease may have lapsed, and takes in the jobs
-//! other replicas stored.
+//! other replicas stored. (It also publishes its waiting list for followers: `published`.)
 
 use super::*;
 
@@ -17,7 +17,22 @@ pub struct Term {
 impl Term {
     /// Whether the lease is surely held now (false after a pause longer than the lease).
     pub fn held_now(&self) -> bool {
-        Instant::now() < *self.until.lock().unwrap_or_else(|e| e.into_inner())
+        Bound(self.until.clone()).held_now()
+    }
+
+    /// The bound alone, for a start task to check before each start.
+    pub(super) fn bound(&self) -> Bound {
+        Bound(self.until.clone())
+    }
+}
+
+/// Until when the lease is surely held (see [`Term::until`]).
+#[derive(Clone)]
+pub(super) struct Bound(Arc<std::sync::Mutex<Instant>>);
+
+impl Bound {
+    pub(super) fn held_now(&self) -> bool {
+        Instant::now() < *self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -57,6 +72,16 @@ impl Loop {
             self.deposed = true;
         }
         held
+    }
+
+    /// A start task found the lease may have lapsed between two starts and started no more:
+    /// the term ends (even if a late renewal still holds the lease: its admitted jobs wait
+    /// for starts that will not come), and the next term recovers them from the database.
+    pub(super) fn start_cut_short(&mut self) {
+        if !self.deposed {
+            tracing::warn!("the leader lease may have lapsed while starting runs: starting no more, ending this term");
+            self.deposed = true;
+        }
     }
 
     /// A failed commit under a term ends it: memory may differ from the database, and the
@@ -105,10 +130,11 @@ impl Loop {
 }
 
 impl State {
-    /// What a follower shows: the unfinished jobs as stored, under the config in force.
-    /// Waiting jobs have no position there (only the leader's decisions give them one).
-    pub fn mirror(rows: Vec<JobRow>, active: &ActiveConfig, nodes: Vec<Node>) -> State {
+    /// What a follower shows: the unfinished jobs as stored, under the config in force,
+    /// with the positions and reasons the leader published last (`waiting`, see
+    /// `published`): only the leader's decisions give them.
+    pub fn mirror(rows: Vec<JobRow>, active: &ActiveConfig, nodes: Vec<Node>, waiting: Waiting) -> State {
         let jobs = rows.into_iter().map(|r| Live::from_row(r, &active.compiled)).map(|l| (l.key.clone(), l)).collect();
-        State { jobs, waiting: Waiting::default(), compiled: active.compiled.clone(), config_version: active.version, nodes, stages: HashMap::new() }
+        State { jobs, waiting, compiled: active.compiled.clone(), config_version: active.version, nodes, stages: HashMap::new() }
     }
 }

@@ -1,6 +1,7 @@
 //! A follower: what the runtime asks of the loop, answered without one. Jobs stored here
 //! wake the leader, commands go to it and wait for its answer, and inspections read a
-//! view of the stored unfinished jobs (read again after another replica changed them).
+//! view of the stored unfinished jobs and the leader's published waiting list (read again
+//! after another replica changed them).
 
 use std::sync::atomic::Ordering;
 use std::sync::atomic::AtomicU64;
@@ -11,9 +12,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::notify::{self, Op, Request};
 use super::Parts;
-use crate::admission::{Cmd, LoopError, State};
+use crate::admission::{Cmd, LoopError, State, Waiting};
 use crate::backends::Exit;
-use crate::store::jobs::JobRow;
+use crate::store::jobs::{JobRow, JobStoreError};
 
 /// Longest a follower waits for the leader to answer a command.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);
@@ -65,11 +66,8 @@ async fn on_command(p: &Parts, cmd: Cmd, view: &mut Option<State>) {
         Cmd::Hold { id, hold, by, reply } => ask_leader(p, id, by, Op::Hold(hold), reply),
         Cmd::Inspect(f) => {
             if view.is_none() || p.stale.swap(false, Ordering::Relaxed) {
-                match p.store.load_unfinished().await {
-                    Ok(rows) => {
-                        let nodes = p.shared.read().unwrap_or_else(|e| e.into_inner()).nodes.as_ref().clone();
-                        *view = Some(State::mirror(rows, &p.config.active(), nodes));
-                    }
+                match read_view(p).await {
+                    Ok(state) => *view = Some(state),
                     Err(e) => {
                         p.stale.store(true, Ordering::Relaxed);
                         tracing::warn!(error = %e, "cannot read the unfinished jobs");
@@ -82,6 +80,14 @@ async fn on_command(p: &Parts, cmd: Cmd, view: &mut Option<State>) {
             }
         }
     }
+}
+
+/// The stored unfinished jobs, with the waiting list the leader published.
+async fn read_view(p: &Parts) -> Result<State, JobStoreError> {
+    let rows = p.store.load_unfinished().await?;
+    let waiting = Waiting::from_published(&p.store.published_waiting().await?);
+    let nodes = p.shared.read().unwrap_or_else(|e| e.into_inner()).nodes.as_ref().clone();
+    Ok(State::mirror(rows, &p.config.active(), nodes, waiting))
 }
 
 /// Numbers this replica's requests.

@@ -32,13 +32,17 @@ pub struct HistoryQuery {
 }
 
 impl JobStore {
-    /// Appends resource-history samples taken at `at_us`.
+    /// Appends resource-history samples taken at `at_us`. Fenced like the loop's other
+    /// writes: a deposed leader's samples (its view of usage is stale) are refused.
     pub async fn insert_samples(&self, at_us: i64, samples: &[NewSample]) -> Result<()> {
         if samples.is_empty() {
             return Ok(());
         }
         let _turn = self.write_turn().await;
         let mut tx = self.db.pool.begin().await?;
+        if let Some(epoch) = self.fence {
+            check_fence(&mut tx, epoch).await?;
+        }
         for s in samples {
             sqlx::query(
                 "INSERT INTO resource_samples (at_us, queue, flavor, resource, used_milli, nominal_milli, borrowed_milli) \
@@ -60,10 +64,16 @@ impl JobStore {
         Ok(())
     }
 
-    /// Deletes samples older than `before_us`; returns how many.
+    /// Deletes samples older than `before_us`; returns how many. Fenced like
+    /// [`JobStore::insert_samples`].
     pub async fn prune_samples(&self, before_us: i64) -> Result<u64> {
         let _turn = self.write_turn().await;
-        let done = sqlx::query("DELETE FROM resource_samples WHERE at_us < $1").bind(before_us).execute(&self.db.pool).await?;
+        let mut tx = self.db.pool.begin().await?;
+        if let Some(epoch) = self.fence {
+            check_fence(&mut tx, epoch).await?;
+        }
+        let done = sqlx::query("DELETE FROM resource_samples WHERE at_us < $1").bind(before_us).execute(&mut *tx).await?;
+        tx.commit().await?;
         Ok(done.rows_affected())
     }
 

@@ -1,4 +1,5 @@
-//! Jobs, stages, events and resource history in the database.
+//! Jobs, stages, events, resource history and (on replicas) the leader's waiting list in the
+//! database.
 //!
 //! The admission loop owns the live state; this module only writes what the loop decided
 //! (one transaction per batch) and answers the API's reads. SQL is the subset SQLite and
@@ -9,6 +10,7 @@ mod events;
 mod history;
 mod rows;
 mod usage;
+mod waiting;
 #[cfg(test)]
 mod tests;
 
