@@ -398,10 +398,8 @@ impl RayBackend {
             return Err(e);
         }
         self.lock_ledger().hold(key.clone(), spec.node.clone(), spec.resources.clone(), submitted_us);
-        match self.lock_watched().get_mut(&key) {
-            Some(w) => w.first_poll = submitted + FIRST_POLL,
-            None => self.watch(&spec.run, submitted + FIRST_POLL),
-        }
+        // Watched already when it reports its end; polled from now on either way.
+        self.lock_watched().entry(key.clone()).or_insert_with(|| Watch::new(spec.run.clone(), false, submitted)).first_poll = submitted + FIRST_POLL;
         Ok(key)
     }
 
