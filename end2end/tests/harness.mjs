@@ -135,9 +135,6 @@ export async function applyConfig(url, yaml, { token, message } = {}) {
 export async function screenshotBoth(page, name, options) {
   const original = page.viewportSize();
   for (const size of [SIZES.desktop, SIZES.phone]) {
-    // A tooltip left open by a hover at the desktop size would keep its place when the page
-    // narrows and widen the phone shot: the pointer leaves first.
-    if (size === SIZES.phone) await page.mouse.move(0, 0);
     await page.setViewportSize(size);
     await page.evaluate(() => window.scrollTo(0, 0));
     await page.waitForTimeout(150);
