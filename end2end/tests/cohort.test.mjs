@@ -57,7 +57,7 @@ test('the editor edits cohort fields in forms and validates them live, without a
   await page.waitForSelector(`${q}-cohort_name-problems >> text=has only this queue`);
   await page.fill(`${quota}-quota-cpu`, '2');
   await page.fill(`${quota}-lending-cpu`, '3');
-  await page.waitForSelector(`${quota}-lending-cpu-problems >> text=lending_limit 3 is more than nominal_quota 2`);
+  await page.waitForSelector(`${quota}-lending-cpu-problems >> text=3 is more than the quota 2`);
   assert.match(await summary(), /1 error/);
   assert.ok(await page.isDisabled('[data-testid=review-apply]'));
   await page.fill(`${quota}-lending-cpu`, '1');
@@ -68,7 +68,7 @@ test('the editor edits cohort fields in forms and validates them live, without a
   const borrowOptions = await page.locator(`${q}-preemption-borrow_within_cohort option`).evaluateAll((os) => os.map((o) => o.value));
   assert.deepEqual(borrowOptions, ['', 'never', 'lower_priority']);
   await page.selectOption(`${q}-preemption-borrow_within_cohort`, 'lower_priority');
-  await page.waitForSelector(`${q}-preemption-borrow_within_cohort-problems >> text=needs reclaim_within_cohort`);
+  await page.waitForSelector(`${q}-preemption-borrow_within_cohort-problems >> text=needs reclaim within cohort`);
   await page.focus(`${q}-preemption-reclaim_within_cohort`);
   await page.selectOption(`${q}-preemption-reclaim_within_cohort`, 'any');
   await page.waitForFunction((sel) => document.querySelector(sel).children.length === 0, `${q}-preemption-borrow_within_cohort-problems`);

@@ -71,7 +71,9 @@ scheduling_rules:
   const problems = page.locator('[data-testid=problems] [data-testid=problem]');
   const negative = problems.filter({ hasText: 'must not be negative' });
   await negative.waitFor();
-  assert.match(await text(negative), /^queue vision › resource group 1 › flavor local › cpu quota/);
+  // The place reads into the message: no schema name between them.
+  assert.match(await text(negative), /^queue vision › resource group 1 › flavor local › cpu quota must not be negative, but is -1/);
+  assert.doesNotMatch(await text(negative), /nominal_quota must/);
   assert.match(await text(negative), /resource_queues\[0\]\.resource_groups\[0\]\.flavors\[0\]\.resources\[0\]\.nominal_quota/, 'the schema path is still shown');
   // A queue without resource groups is dead, and so is the rule that routes to it.
   assert.match(await text(problems.filter({ hasText: /^queue empty/ })), /covers no resource \(it has no resource group\), so every job routed to it is rejected/);
@@ -134,7 +136,8 @@ test('a waiting job shows a headline with the full reason one click away; a pree
   const reason = await text(page.locator('[data-testid=job-reason]'));
   assert.match(reason, /^Why it waits: Waiting for CPU: 1 of 1 in use in vision/);
   assert.doesNotMatch(reason, /preempted by/);
-  // Its timeline names the preemptor by name and id.
+  // Its timeline names the preemptor by name in the event's words, and by name and id in the link.
+  assert.match(await text(page.locator('[data-testid=timeline]')), /preempted by high-sleeper \(priority 50 > 1\)/);
   assert.equal(await text(page.locator('[data-testid=preemptor-link]')), `see high-sleeper (${high.id})`);
   await screenshotBoth(page, 'words-job-preempted');
 
@@ -146,6 +149,8 @@ test('a waiting job shows a headline with the full reason one click away; a pree
   assert.equal(await text(event.locator('[data-testid=event-job]')), 'low-sleeper');
   assert.match(await text(event.locator('.event-line')), new RegExp(low.id));
   assert.equal(await text(event.locator('[data-testid=preemptor]')), `high-sleeper (${high.id})`);
+  assert.match(await text(event), /preempted by high-sleeper \(priority 50 > 1\)/, 'the event says who preempted by name');
+  assert.doesNotMatch(await text(event), new RegExp(`preempted by ${high.id}`));
   assert.equal(await text(event.locator('[data-testid=victim]')), `low-sleeper (${low.id})`);
   await screenshotBoth(page, 'words-events');
   for (const id of [low.id, high.id]) {

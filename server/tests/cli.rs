@@ -167,7 +167,7 @@ fn validate_runs_offline() {
     let text = stdout(&out);
     // The path first (as scripts read it), the place in words after the message.
     assert!(text.contains("error: resource_queues[0].name: queue name must not be empty (queue 1 › name)"), "{text}");
-    assert!(text.contains("error: resource_queues[1].ordering_policy: unknown ordering policy `random`"), "{text}");
+    assert!(text.contains("error: resource_queues[1].ordering_policy: must be one of fifo, large_resource, small_first, not `random`"), "{text}");
     assert!(text.contains("(queue q › ordering policy)"), "{text}");
     let out = run(&unknown, &[]);
     assert_eq!(out.status.code(), Some(1));

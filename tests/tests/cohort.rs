@@ -153,7 +153,7 @@ async fn lenders_reclaim_by_policy_and_victims_keep_their_enqueue_time(backend: 
 
     let pre = b.events("kind=preempted").await;
     assert_eq!(pre.len(), 2, "{pre:#?}");
-    for (e, (victim, lender, preemptor)) in pre.iter().zip([(&a[3], "c", &high), (&a[2], "b", &any)]) {
+    for (e, (victim, lender, preemptor)) in pre.iter().zip([(&a[3], "c", "c-high"), (&a[2], "b", "b-any")]) {
         assert_eq!(e["job_id"], json!(victim));
         assert_eq!((e["detail"]["cause"].as_str(), e["detail"]["lender"].as_str(), e["detail"]["borrower"].as_str()), (Some("reclaim"), Some(lender), Some("a")), "{e}");
         assert_eq!(e["message"], format!("preempted by {preemptor}: queue {lender} reclaims its quota from a in cohort research"));

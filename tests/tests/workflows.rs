@@ -112,6 +112,45 @@ async fn logs_follow_a_failing_job() {
     assert!(out(&o).trim().ends_with(&format!("{id}-r1")), "{}", out(&o));
 }
 
+/// `jobs list` and `queues NAME` say why a job waits in one line, the headline the dashboard
+/// shows; `--full-reason` and `jobs get` give the engine's full explanation.
+#[tokio::test]
+async fn wait_reasons_read_as_headlines() {
+    let b = Berth::start(Backend::Sqlite, &[]).await;
+    b.apply(
+        "resource_flavors:\n  - name: local\nresource_queues:\n  - name: one\n    resource_groups:\n      - covered_resources: [cpu]\n        \
+         flavors: [{name: local, resources: [{name: cpu, nominal_quota: 1}]}]\nscheduling_rules:\n  - resource_queue: one\n",
+    )
+    .await;
+    let here = workdir(&b, "reasons");
+    let first = b.submit(serde_json::json!({"name": "first", "entrypoint": "sleep 300", "resources": {"cpu": 1}})).await;
+    b.wait_state(&first, &["running"], SECS(30)).await;
+    let second = b.submit(serde_json::json!({"name": "second", "entrypoint": "true", "resources": {"cpu": 1}})).await;
+    let (headline, full) = common::wait_until("the waiting job's headline", SECS(30), async || {
+        let j = b.job(&second).await;
+        match (j["reason_headline"].as_str(), j["reason"].as_str()) {
+            (Some(h), Some(r)) => Ok((h.to_string(), r.to_string())),
+            _ => Err(j.to_string()),
+        }
+    })
+    .await;
+    assert!(headline.starts_with("Waiting for CPU: 1 of 1 in use in one"), "{headline}");
+    assert_ne!(headline, full);
+    let row = |o: &Output| out(o).lines().find(|l| l.contains(&second)).unwrap_or_default().to_string();
+
+    let line = row(&cli(&b, &here, &["jobs", "list"]).await);
+    assert!(line.ends_with(&format!("#1 {headline}")), "{line}");
+    let line = row(&cli(&b, &here, &["jobs", "list", "--full-reason"]).await);
+    assert!(line.ends_with(&format!("#1 {full}")), "{line}");
+    let line = row(&cli(&b, &here, &["queues", "one"]).await);
+    assert!(line.ends_with(&headline), "{line}");
+    let line = row(&cli(&b, &here, &["queues", "one", "--full-reason"]).await);
+    assert!(line.ends_with(&full), "{line}");
+    let text = out(&cli(&b, &here, &["jobs", "get", &second]).await);
+    assert!(text.contains(&format!("why it waits  {headline}\n")) && text.contains(&format!("in full       {full}\n")), "{text}");
+    assert!(cli(&b, &here, &["jobs", "cancel", &first]).await.status.success());
+}
+
 /// A negative number where none is taken gets Berth's own message, not clap's `-- -1` tip;
 /// where one is taken, it is accepted.
 #[tokio::test]

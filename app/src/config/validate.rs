@@ -141,14 +141,10 @@ impl<'a> Checker<'a> {
 
     /// A name of a flavor or queue (`what`) at `path`: non-blank, and the first of its kind.
     fn unique_name(&mut self, path: String, what: &str, name: &str, index: usize, first: Option<usize>) {
-        let section = match what {
-            "flavor" => "resource_flavors",
-            _ => "resource_queues",
-        };
         if is_blank(name) {
             self.error(path, format!("{what} name must not be empty"));
         } else if let Some(first) = first.filter(|&f| f != index) {
-            self.error(path, format!("duplicate {what} name `{name}`: already used by {section}[{first}]"));
+            self.error(path, format!("duplicate {what} name `{name}`: already used by {what} {}", first + 1));
         }
     }
 
@@ -156,7 +152,7 @@ impl<'a> Checker<'a> {
     fn selector(&mut self, path: &str, selector: Option<&[MatchExpression]>) {
         for (j, e) in selector.unwrap_or_default().iter().enumerate() {
             if is_blank(&e.key) {
-                self.error(format!("{path}[{j}].key"), "selector key must not be empty");
+                self.error(format!("{path}[{j}].key"), "must not be empty");
             }
             let values = e.values.as_deref().unwrap_or_default();
             let op = e.operator.as_str();
@@ -171,22 +167,23 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// A quota-like number: finite, not negative, at most 3 decimals.
-    fn quantity(&mut self, path: String, field: &str, value: Option<f64>) {
+    /// A quota-like number at `path`: finite, not negative, at most 3 decimals. The message
+    /// is said of the field, which the problem's place names ("cpu quota must not be negative").
+    fn quantity(&mut self, path: String, value: Option<f64>) {
         let Some(x) = value else { return };
         if !x.is_finite() {
-            self.error(path, format!("{field} must be a finite number, not {}", number(x)));
+            self.error(path, format!("must be a finite number, not {}", number(x)));
         } else if x < 0.0 {
-            self.error(path, format!("{field} must not be negative, but is {}", number(x)));
+            self.error(path, format!("must not be negative, but is {}", number(x)));
         } else if !has_at_most_3_decimals(x) {
-            self.error(path, format!("{field} allows at most 3 decimal places, but is {}", number(x)));
+            self.error(path, format!("allows at most 3 decimal places, but is {}", number(x)));
         }
     }
 
     /// One of a fixed set of policy names (`accepted`) at `path`, when given.
-    fn one_of(&mut self, path: String, field: &str, value: Option<&str>, accepted: &[&str]) {
+    fn one_of(&mut self, path: String, value: Option<&str>, accepted: &[&str]) {
         if let Some(v) = value.filter(|v| !accepted.contains(v)) {
-            self.error(path, format!("unknown {field} `{v}`; accepted: {}", accepted.join(", ")));
+            self.error(path, format!("must be one of {}, not `{v}`", accepted.join(", ")));
         }
     }
 }

@@ -16,6 +16,7 @@ mod events;
 pub mod files;
 mod history;
 mod job_detail;
+mod json_text;
 mod jobs_list;
 mod live;
 mod nav;

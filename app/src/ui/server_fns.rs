@@ -2,6 +2,8 @@
 
 use leptos::prelude::*;
 
+use super::json_text::JsonText;
+
 pub use crate::api::{ApplyInput, ApplyOutcome, ChartData, SubmitOutcome};
 use crate::api::{ConfigVersion, VersionPage};
 use crate::config::diff::ConfigDiff;
@@ -14,25 +16,25 @@ fn backend() -> Result<super::backend::SharedBackend, ServerFnError> {
 }
 
 /// Version `version`, or the active config.
-#[server]
+#[server(output = JsonText)]
 pub async fn get_config(version: Option<i64>) -> Result<ConfigVersion, ServerFnError> {
     backend()?.config(version).await.map_err(ServerFnError::new)
 }
 
 /// A page of version summaries, newest first.
-#[server]
+#[server(output = JsonText)]
 pub async fn list_versions(cursor: Option<String>, max_items: i64) -> Result<VersionPage, ServerFnError> {
     backend()?.versions(cursor, max_items).await.map_err(ServerFnError::new)
 }
 
 /// Diff between two versions; `from` defaults to the predecessor of `to`.
-#[server]
+#[server(output = JsonText)]
 pub async fn get_diff(from: Option<i64>, to: Option<i64>) -> Result<ConfigDiff, ServerFnError> {
     backend()?.diff(from, to).await.map_err(ServerFnError::new)
 }
 
 /// Applies the draft, given as canonical YAML.
-#[server]
+#[server(output = JsonText)]
 pub async fn apply_draft(yaml: String, input: ApplyInput) -> Result<ApplyOutcome, ServerFnError> {
     backend()?.apply(yaml, input).await.map_err(ServerFnError::new)
 }
@@ -40,19 +42,19 @@ pub async fn apply_draft(yaml: String, input: ApplyInput) -> Result<ApplyOutcome
 /// What the server's nodes say of a draft (YAML): flavors that select no node, quotas above
 /// what the selected nodes have. The one request the editor makes while a draft is edited
 /// (validation itself runs in the browser).
-#[server(endpoint = "capacity_warnings")]
+#[server(endpoint = "capacity_warnings", output = JsonText)]
 pub async fn capacity_warnings(yaml: String) -> Result<Vec<crate::config::Problem>, ServerFnError> {
     backend()?.capacity_warnings(yaml).await.map_err(ServerFnError::new)
 }
 
 /// Restores `version` as a new version whose message names it.
-#[server]
+#[server(output = JsonText)]
 pub async fn rollback_to(version: i64, input: ApplyInput) -> Result<ApplyOutcome, ServerFnError> {
     backend()?.rollback(version, input).await.map_err(ServerFnError::new)
 }
 
 /// Every queue with usage, counts, pending and running jobs.
-#[server]
+#[server(output = JsonText)]
 pub async fn list_queues() -> Result<Vec<QueueView>, ServerFnError> {
     backend()?.queues().await.map_err(ServerFnError::new)
 }
@@ -62,7 +64,7 @@ pub const QUEUE_PAGE_PENDING: usize = 200;
 
 /// One queue, its first [`QUEUE_PAGE_PENDING`] pending jobs in admission order and all
 /// running ones.
-#[server]
+#[server(output = JsonText)]
 pub async fn get_queue(name: String) -> Result<QueueView, ServerFnError> {
     let mut view = backend()?.queue(name).await.map_err(ServerFnError::new)?;
     view.pending.truncate(QUEUE_PAGE_PENDING);
@@ -70,37 +72,37 @@ pub async fn get_queue(name: String) -> Result<QueueView, ServerFnError> {
 }
 
 /// Every cohort with its members' use, borrowing, lending and shares.
-#[server]
+#[server(output = JsonText)]
 pub async fn list_cohorts() -> Result<Vec<CohortView>, ServerFnError> {
     backend()?.cohorts().await.map_err(ServerFnError::new)
 }
 
 /// One cohort.
-#[server]
+#[server(output = JsonText)]
 pub async fn get_cohort(name: String) -> Result<CohortView, ServerFnError> {
     backend()?.cohort(name).await.map_err(ServerFnError::new)
 }
 
 /// Which replica runs the admission loop.
-#[server]
+#[server(output = JsonText)]
 pub async fn get_leader() -> Result<String, ServerFnError> {
     backend()?.leader().await.map_err(ServerFnError::new)
 }
 
 /// Every node of every backend.
-#[server]
+#[server(output = JsonText)]
 pub async fn list_nodes() -> Result<Vec<NodeView>, ServerFnError> {
     backend()?.nodes().await.map_err(ServerFnError::new)
 }
 
 /// A page of jobs; `query` holds `GET /api/v1/jobs` parameters.
-#[server]
+#[server(output = JsonText)]
 pub async fn list_jobs(query: String) -> Result<JobPage, ServerFnError> {
     backend()?.jobs(query).await.map_err(ServerFnError::new)
 }
 
 /// One job with its history, and the preemptions it caused (newest first).
-#[server]
+#[server(output = JsonText)]
 pub async fn get_job(id: String) -> Result<(Job, Vec<Event>), ServerFnError> {
     let backend = backend()?;
     let job = backend.job(id.clone()).await.map_err(ServerFnError::new)?;
@@ -109,56 +111,56 @@ pub async fn get_job(id: String) -> Result<(Job, Vec<Event>), ServerFnError> {
 }
 
 /// The last `tail` lines of a job's stdout (or stderr).
-#[server]
+#[server(output = JsonText)]
 pub async fn job_logs(id: String, stderr: bool, tail: u64) -> Result<String, ServerFnError> {
     backend()?.logs(id, stderr, tail).await.map_err(ServerFnError::new)
 }
 
 /// Cancels a job.
-#[server]
+#[server(output = JsonText)]
 pub async fn cancel_job(id: String) -> Result<Job, ServerFnError> {
     backend()?.cancel(id).await.map_err(ServerFnError::new)
 }
 
 /// Changes a job's priority.
-#[server]
+#[server(output = JsonText)]
 pub async fn change_priority(id: String, priority: i64) -> Result<Job, ServerFnError> {
     backend()?.set_priority(id, priority).await.map_err(ServerFnError::new)
 }
 
 /// Who is signed in (`None` when nobody is).
-#[server]
+#[server(output = JsonText)]
 pub async fn whoami() -> Result<Option<crate::auth::Whoami>, ServerFnError> {
     Ok(backend()?.whoami())
 }
 
 /// Every API token, newest first.
-#[server]
+#[server(output = JsonText)]
 pub async fn list_tokens() -> Result<Vec<crate::auth::TokenInfo>, ServerFnError> {
     backend()?.tokens().await.map_err(ServerFnError::new)
 }
 
 /// Creates a token; the answer holds its secret, shown once.
-#[server]
+#[server(output = JsonText)]
 pub async fn create_token(user: String, role: crate::auth::Role, label: Option<String>) -> Result<crate::auth::CreatedToken, ServerFnError> {
     let new = crate::auth::NewToken { user, role, label };
     backend()?.create_token(new).await.map_err(ServerFnError::new)
 }
 
 /// Revokes a token.
-#[server]
+#[server(output = JsonText)]
 pub async fn revoke_token(id: String) -> Result<crate::auth::TokenInfo, ServerFnError> {
     backend()?.revoke_token(id).await.map_err(ServerFnError::new)
 }
 
 /// A page of the audit log; `query` holds `GET /api/v1/audit` parameters.
-#[server]
+#[server(output = JsonText)]
 pub async fn list_audit(query: String) -> Result<crate::auth::AuditPage, ServerFnError> {
     backend()?.audit(query).await.map_err(ServerFnError::new)
 }
 
 /// Submits a job given as JSON (the REST API's body).
-#[server]
+#[server(output = JsonText)]
 pub async fn submit_job(request: String) -> Result<SubmitOutcome, ServerFnError> {
     let request: crate::jobs::JobRequest = match serde_json::from_str(&request) {
         Ok(r) => r,
@@ -168,7 +170,7 @@ pub async fn submit_job(request: String) -> Result<SubmitOutcome, ServerFnError>
 }
 
 /// A page of events; `query` holds `GET /api/v1/events` parameters.
-#[server]
+#[server(output = JsonText)]
 pub async fn list_events(query: String) -> Result<EventPage, ServerFnError> {
     backend()?.events(query).await.map_err(ServerFnError::new)
 }
@@ -176,7 +178,7 @@ pub async fn list_events(query: String) -> Result<EventPage, ServerFnError> {
 /// Usage charts over `GET /api/v1/history` parameters, one per resource: usage and quota
 /// lines per queue and flavor, or with `stacked`, one stacked area per queue with the sum of
 /// their quotas and the capacity of the nodes their flavors select.
-#[server]
+#[server(output = JsonText)]
 pub async fn usage_chart(query: String, stacked: bool) -> Result<Vec<ChartData>, ServerFnError> {
     let backend = backend()?;
     let history = backend.history(query).await.map_err(ServerFnError::new)?;
@@ -198,27 +200,27 @@ fn capacity_of(nodes: &[NodeView], history: &crate::jobs::History) -> super::cha
 }
 
 /// A queue's waiting times (p50, p95) and admissions over a range (`queue=&since=&until=`).
-#[server]
+#[server(output = JsonText)]
 pub async fn queue_waits(query: String) -> Result<(ChartData, ChartData), ServerFnError> {
     let admissions = backend()?.admissions(query).await.map_err(ServerFnError::new)?;
     Ok((super::charts::waits(&admissions), super::charts::admissions(&admissions)))
 }
 
 /// The accounting report (`GET /api/v1/usage` parameters: `by`, `since`, `until`).
-#[server]
+#[server(output = JsonText)]
 pub async fn usage_report(query: String) -> Result<crate::jobs::UsageReport, ServerFnError> {
     backend()?.usage(query).await.map_err(ServerFnError::new)
 }
 
 /// How far the preview started with `token` has got: `(done, total)` arrivals over both
 /// replays, or `None` once it has ended (or before it has started).
-#[server]
+#[server(output = JsonText)]
 pub async fn preview_progress(token: String) -> Result<Option<(u64, u64)>, ServerFnError> {
     Ok(backend()?.preview_progress(token))
 }
 
 /// A stage's progress and results.
-#[server]
+#[server(output = JsonText)]
 pub async fn get_stage(id: String) -> Result<(StageStatus, StageResults), ServerFnError> {
     backend()?.stage(id).await.map_err(ServerFnError::new)
 }
@@ -226,7 +228,7 @@ pub async fn get_stage(id: String) -> Result<(StageStatus, StageResults), Server
 /// What the draft (YAML) would have done to the recorded `window`, next to the active config.
 /// The browser aborts the request when the caller drops the future, and the server then stops
 /// the replay.
-#[server]
+#[server(output = JsonText)]
 pub async fn preview_draft(yaml: String, window: String, token: String) -> Result<(PreviewReport, ChartData), ServerFnError> {
     let report = backend()?.preview(yaml, window, token).await.map_err(ServerFnError::new)?;
     let chart = super::charts::preview_waits(&report, crate::preview::queue_label);

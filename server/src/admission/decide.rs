@@ -181,7 +181,7 @@ impl Loop {
                 live.row.admitted_at_us = None;
                 live.row.started_at_us = None;
                 // Until the full cycle right after says where it stands and why it waits.
-                live.row.reason = Some(format!("preempted by {}; back in its queue", p.preemptor));
+                live.row.reason = Some(format!("preempted by {}; back in its queue", events::said_name(&preemptor_name, &p.preemptor)));
                 live.clear_placement();
                 batch.touch(&v.job);
             }

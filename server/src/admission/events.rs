@@ -8,10 +8,11 @@ use serde_json::json;
 use super::*;
 
 /// The `preempted` event of victim `v` (its live job `live`) of preemption `p`, given the
-/// preemptor's name and priority and the victims' priorities.
+/// preemptor's name and priority and the victims' priorities. The message names the
+/// preemptor by its name (pages show its id beside it, from the detail).
 pub(super) fn preempted(now: i64, p: &Preemption, v: &Victim, live: &Live, preemptor: (&str, i64, &[i64]), cohort: Option<&Name>) -> NewEvent {
     let (preemptor_name, preemptor_priority, victims) = preemptor;
-    let (by, prio) = (&p.preemptor, live.row.priority);
+    let (by, prio) = (said_name(preemptor_name, &p.preemptor), live.row.priority);
     let cohort_name = cohort.map_or("", |c| &**c);
     let message = match v.cause {
         Cause::WithinQueue => format!("preempted by {by} (priority {preemptor_priority} > {prio})"),
@@ -37,6 +38,14 @@ pub(super) fn preempted(now: i64, p: &Preemption, v: &Victim, live: &Live, preem
     }
     e.detail = Some(detail);
     e
+}
+
+/// A job as a message names it: its name, or its id when it has none.
+pub(super) fn said_name<'a>(name: &'a str, id: &'a str) -> &'a str {
+    match name.trim().is_empty() {
+        true => id,
+        false => name,
+    }
 }
 
 /// The preemptor's `reclaimed` event, when some of its victims were borrowing its quota.

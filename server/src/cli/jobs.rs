@@ -41,10 +41,14 @@ pub enum JobsCommand {
         max_items: i64,
         #[arg(long)]
         cursor: Option<String>,
+        /// Why pending jobs wait in full (every flavor tried, with the numbers), instead of
+        /// the one-line headline.
+        #[arg(long)]
+        full_reason: bool,
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
     },
-    /// Show one job: state, placement, reason, history.
+    /// Show one job: state, placement, why it waits (headline and full explanation), history.
     Get {
         id: String,
         #[arg(short, long, value_enum, default_value = "text")]
@@ -207,14 +211,14 @@ pub async fn run_jobs(cli: &Cli, command: &JobsCommand) -> Result<i32> {
     let client = cli.client();
     let outcome = match command {
         JobsCommand::Submit(args) => return submit(cli, args).await,
-        JobsCommand::List { queue, state, label, submitter, stage, search, max_items, cursor, output } => {
+        JobsCommand::List { queue, state, label, submitter, stage, search, max_items, cursor, full_reason, output } => {
             let mut q: Vec<(&str, String)> = vec![("max_items", max_items.to_string())];
             for (k, v) in [("queue", queue), ("state", state), ("label", label), ("submitter", submitter), ("stage", stage), ("q", search), ("cursor", cursor)] {
                 if let Some(v) = v {
                     q.push((k, v.clone()));
                 }
             }
-            client.get_json::<JobPage>("/api/v1/jobs", &q).await.map(|page| show(*output, &page, print_jobs))
+            client.get_json::<JobPage>("/api/v1/jobs", &q).await.map(|page| show(*output, &page, |p| print_jobs(p, *full_reason)))
         }
         JobsCommand::Get { id, output } => client.get_json::<Job>(&format!("/api/v1/jobs/{}", encode(id)), &[]).await.map(|job| show(*output, &job, print_job)),
         JobsCommand::Logs { id, stdout, stderr, tail, follow } => {
@@ -417,10 +421,20 @@ pub(crate) fn ago(t: chrono::DateTime<chrono::Utc>) -> String {
     }
 }
 
-fn print_jobs(page: &JobPage) {
+/// Why a job waits, as a person first reads it: the engine's one-line headline when it gave
+/// one, else the reason itself (a hold, a dependency, a backoff, a rejection).
+pub(crate) fn short_reason<'a>(headline: Option<&'a str>, reason: Option<&'a str>) -> &'a str {
+    headline.filter(|h| !h.is_empty()).or(reason).unwrap_or("")
+}
+
+/// The jobs of `page` as a table; the REASON column holds the headline unless `full_reason`.
+fn print_jobs(page: &JobPage, full_reason: bool) {
     println!("{:<18}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  {:>4}  REASON", "ID", "NAME", "STATE", "QUEUE", "PRIO", "AGE", "EXIT");
     for j in &page.jobs {
-        let reason = j.reason.as_deref().unwrap_or("");
+        let reason = match full_reason {
+            true => j.reason.as_deref().unwrap_or(""),
+            false => short_reason(j.reason_headline.as_deref(), j.reason.as_deref()),
+        };
         let pos = j.position.map(|p| format!("#{p} ")).unwrap_or_default();
         println!(
             "{:<18}  {:<20}  {:<10}  {:<14}  {:>4}  {:>5}  {:>4}  {pos}{reason}",
@@ -457,8 +471,13 @@ fn print_job(j: &Job) {
     if let Some(p) = j.position {
         line("position", format!("#{p} in {}", j.queue.as_deref().unwrap_or("?")));
     }
-    if let Some(r) = &j.reason {
-        line("reason", r.clone());
+    match (j.reason_headline.as_deref().filter(|h| !h.is_empty()), &j.reason) {
+        (Some(headline), Some(full)) => {
+            line("why it waits", headline.to_string());
+            line("in full", full.clone());
+        }
+        (_, Some(r)) => line("reason", r.clone()),
+        _ => {}
     }
     line("entrypoint", j.entrypoint.clone());
     line("submitter", j.submitter.clone());

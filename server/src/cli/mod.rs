@@ -63,6 +63,9 @@ pub enum Command {
     /// Queues: usage vs quota, pending and running counts; with a name, its jobs in order.
     Queues {
         name: Option<String>,
+        /// Why pending jobs wait in full, instead of the one-line headline.
+        #[arg(long)]
+        full_reason: bool,
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
     },
@@ -159,7 +162,7 @@ impl Cli {
             }
             Command::Config(c) => run_config(self, c).await,
             Command::Jobs(c) => run_jobs(self, c).await,
-            Command::Queues { name, output } => run_queues(self, name.as_deref(), *output).await,
+            Command::Queues { name, full_reason, output } => run_queues(self, name.as_deref(), *full_reason, *output).await,
             Command::Nodes { output } => run_nodes(self, *output).await,
             Command::Events(args) => run_events(self, args).await,
             Command::Stages(c) => run_stages(self, c).await,

@@ -5,11 +5,12 @@ use anyhow::Result;
 use app::jobs::{NodeView, QueueView};
 
 use crate::cli::client::encode;
-use crate::cli::jobs::{ago, finish, show};
+use crate::cli::jobs::{ago, finish, short_reason, show};
 use crate::cli::{Cli, Output};
 
-/// `berth queues [NAME]`.
-pub async fn run_queues(cli: &Cli, name: Option<&str>, output: Output) -> Result<i32> {
+/// `berth queues [NAME]`; with a name, its pending jobs say why they wait in one line, or in
+/// full with `full_reason`.
+pub async fn run_queues(cli: &Cli, name: Option<&str>, full_reason: bool, output: Output) -> Result<i32> {
     let client = cli.client();
     let outcome = match name {
         None => client.get_json::<serde_json::Value>("/api/v1/queues", &[]).await.map(|v| {
@@ -21,7 +22,11 @@ pub async fn run_queues(cli: &Cli, name: Option<&str>, output: Output) -> Result
                 println!("\npending (admission order):");
                 for p in &q.pending {
                     let pos = if p.position > 0 { format!("#{}", p.position) } else { "-".into() };
-                    println!("  {pos:>5}  {:<18}  prio {:>4}  waiting {:>5}  {}", p.id, p.priority, ago(p.enqueued_at), p.reason);
+                    let reason = match full_reason {
+                        true => p.reason.as_str(),
+                        false => short_reason(p.reason_headline.as_deref(), Some(&p.reason)),
+                    };
+                    println!("  {pos:>5}  {:<18}  prio {:>4}  waiting {:>5}  {reason}", p.id, p.priority, ago(p.enqueued_at));
                 }
                 println!("running:");
                 for r in &q.running {

@@ -15,7 +15,7 @@ impl<'a> Checker<'a> {
             if borrow == CohortPreemption::Any {
                 self.error(
                     at("borrow_within_cohort"),
-                    format!("unknown borrow_within_cohort `any`; accepted: {}", BORROW_POLICIES.join(", ")),
+                    format!("must be one of {}, not `any`", BORROW_POLICIES.join(", ")),
                 );
             } else if borrow != CohortPreemption::Never
                 && !matches!(p.reclaim_within_cohort, Some(CohortPreemption::LowerPriority | CohortPreemption::Any))
@@ -24,7 +24,7 @@ impl<'a> Checker<'a> {
                 self.error(
                     at("borrow_within_cohort"),
                     format!(
-                        "borrow_within_cohort `{}` needs reclaim_within_cohort `lower_priority` or `any` (it is {reclaim})",
+                        "`{}` needs reclaim within cohort `lower_priority` or `any` (it is {reclaim})",
                         borrow.as_str()
                     ),
                 );
@@ -33,7 +33,7 @@ impl<'a> Checker<'a> {
         if queue.cohort_name.is_none() {
             for (field, value) in [("reclaim_within_cohort", p.reclaim_within_cohort), ("borrow_within_cohort", p.borrow_within_cohort)] {
                 if value.is_some_and(|v| v != CohortPreemption::Never) {
-                    self.warning(at(field), format!("{field} has no effect: queue `{}` has no cohort_name", queue.name));
+                    self.warning(at(field), format!("has no effect: queue `{}` has no cohort", queue.name));
                 }
             }
         }
@@ -52,16 +52,16 @@ impl<'a> Checker<'a> {
                 self.error(
                     format!("{path}.cohort_name"),
                     format!(
-                        "queue `{}` has no resource_groups (no quota to pool), so it cannot join cohort `{cohort}`",
+                        "queue `{}` has no resource groups (no quota to pool), so it cannot join cohort `{cohort}`",
                         queue.name
                     ),
                 );
             }
         }
         let weight_path = format!("{path}.fair_sharing_weight");
-        self.quantity(weight_path.clone(), "fair_sharing_weight", queue.fair_sharing_weight);
+        self.quantity(weight_path.clone(), queue.fair_sharing_weight);
         if queue.fair_sharing_weight.is_some() && queue.cohort_name.is_none() {
-            self.error(weight_path, "fair_sharing_weight needs a cohort_name on the queue: it weighs borrowing from cohort peers");
+            self.error(weight_path, "needs a cohort on the queue: it weighs borrowing from cohort peers");
         }
     }
 
@@ -70,16 +70,16 @@ impl<'a> Checker<'a> {
     pub(super) fn cohort_limits(&mut self, spec_path: &str, spec: &ResourceQuotaSpec, in_cohort: bool) {
         for (field, value) in [("borrowing_limit", spec.borrowing_limit), ("lending_limit", spec.lending_limit)] {
             let path = format!("{spec_path}.{field}");
-            self.quantity(path.clone(), field, value);
+            self.quantity(path.clone(), value);
             if value.is_some() && !in_cohort {
-                self.error(path, format!("{field} needs a cohort_name on the queue: only cohort peers lend and borrow"));
+                self.error(path, "needs a cohort on the queue: only cohort peers lend and borrow");
             }
         }
         if let (Some(lend), Some(nominal)) = (spec.lending_limit, spec.nominal_quota) {
             if lend > nominal {
                 self.error(
                     format!("{spec_path}.lending_limit"),
-                    format!("lending_limit {} is more than nominal_quota {}: a queue lends only its own quota", number(lend), number(nominal)),
+                    format!("{} is more than the quota {}: a queue lends only its own quota", number(lend), number(nominal)),
                 );
             }
         }

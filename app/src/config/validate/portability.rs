@@ -33,7 +33,7 @@ impl<'a> Checker<'a> {
         ];
         for (field, set) in extensions {
             if set {
-                self.not_readable(format!("{path}.{field}"), format!("`{field}` is a Berth extension; the SDK drops it when it reads this config"));
+                self.not_readable(format!("{path}.{field}"), "a Berth extension, which the SDK drops when it reads this config".into());
             }
         }
     }
@@ -43,7 +43,7 @@ impl<'a> Checker<'a> {
         if !super::is_blank(resource) && !SDK_RESOURCES.contains(&resource) {
             self.not_readable(
                 path,
-                format!("it accepts only {} in covered_resources, so reading this config with it fails on `{resource}`", SDK_RESOURCES.join(", ")),
+                format!("it accepts only {} as covered resources, so reading this config with it fails on `{resource}`", SDK_RESOURCES.join(", ")),
             );
         }
     }
@@ -61,11 +61,11 @@ impl<'a> Checker<'a> {
         let Some(policy) = &self.cfg.recycle_policy else { return };
         let RecyclePolicy { rotation_interval, max_workloads, max_idle_duration } = policy;
         if let Some(n) = max_workloads.filter(|n| *n < 1) {
-            self.error("recycle_policy.max_workloads", format!("max_workloads must be at least 1, but is {n}"));
+            self.error("recycle_policy.max_workloads", format!("must be at least 1, but is {n}"));
         }
         for (field, value) in [("rotation_interval", rotation_interval), ("max_idle_duration", max_idle_duration)] {
             if value.as_deref().is_some_and(super::is_blank) {
-                self.error(format!("recycle_policy.{field}"), format!("{field} must not be empty when given"));
+                self.error(format!("recycle_policy.{field}"), "must not be empty when given");
             }
         }
         self.warning("recycle_policy", "stored as given, but Berth does not recycle nodes: it has no effect here");

@@ -47,16 +47,16 @@ impl<'a> Checker<'a> {
             self.group(&format!("{path}.resource_groups[{g}]"), g, group, &mut covered, &mut flavors, in_cohort);
         }
         if queue.cohort_name.as_deref().is_some_and(super::is_blank) {
-            self.error(format!("{path}.cohort_name"), "cohort_name must not be empty when given");
+            self.error(format!("{path}.cohort_name"), "must not be empty when given");
         }
         self.cohort_membership(&path, queue);
         let policies = [
-            ("ordering_policy", "ordering policy", queue.ordering_policy.as_deref(), ORDERING_POLICIES),
-            ("placement_policy", "placement policy", queue.placement_policy.as_deref(), PLACEMENT_POLICIES),
-            ("queueing_strategy", "queueing strategy", queue.queueing_strategy.as_deref(), QUEUEING_STRATEGIES),
+            ("ordering_policy", queue.ordering_policy.as_deref(), ORDERING_POLICIES),
+            ("placement_policy", queue.placement_policy.as_deref(), PLACEMENT_POLICIES),
+            ("queueing_strategy", queue.queueing_strategy.as_deref(), QUEUEING_STRATEGIES),
         ];
-        for (field, what, value, accepted) in policies {
-            self.one_of(format!("{path}.{field}"), what, value, accepted);
+        for (field, value, accepted) in policies {
+            self.one_of(format!("{path}.{field}"), value, accepted);
         }
         self.queue_extensions(&path, queue);
     }
@@ -81,14 +81,16 @@ impl<'a> Checker<'a> {
                 Some(&(fg, fk)) if fg == g => self.error(
                     at,
                     format!(
-                        "resource `{resource}` is listed twice in covered_resources (first at covered_resources[{fk}])"
+                        "resource `{resource}` is listed twice in this group's covered resources (first as covered resource {})",
+                        fk + 1
                     ),
                 ),
                 Some(&(fg, _)) => self.error(
                     at,
                     format!(
-                        "resource `{resource}` is already covered by resource_groups[{fg}] of this queue; \
-                         a resource may be covered by only one group per queue"
+                        "resource `{resource}` is already covered by resource group {} of this queue; \
+                         a resource may be covered by only one group per queue",
+                        fg + 1
                     ),
                 ),
                 None => {
@@ -125,8 +127,10 @@ impl<'a> Checker<'a> {
             self.error(
                 name_path,
                 format!(
-                    "flavor `{name}` already appears in this queue at resource_groups[{fg}].flavors[{ff}]; \
-                     a flavor may appear only once per queue"
+                    "flavor `{name}` already appears in this queue (resource group {}, flavor {}); \
+                     a flavor may appear only once per queue",
+                    fg + 1,
+                    ff + 1
                 ),
             );
         } else {
@@ -142,19 +146,19 @@ impl<'a> Checker<'a> {
                 self.error(
                     format!("{spec_path}.name"),
                     format!(
-                        "resource `{resource}` is not among this group's covered_resources [{}]",
+                        "resource `{resource}` is not among this group's covered resources [{}]",
                         group.covered_resources.join(", ")
                     ),
                 );
             } else if let Some(first) = quoted.get(resource) {
                 self.error(
                     format!("{spec_path}.name"),
-                    format!("resource `{resource}` already has a quota in this flavor at resources[{first}]"),
+                    format!("resource `{resource}` already has a quota in this flavor (quota {})", first + 1),
                 );
             } else {
                 quoted.insert(resource, r);
             }
-            self.quantity(format!("{spec_path}.nominal_quota"), "nominal_quota", spec.nominal_quota);
+            self.quantity(format!("{spec_path}.nominal_quota"), spec.nominal_quota);
             self.capacity(&format!("{spec_path}.nominal_quota"), name, spec);
             self.cohort_limits(&spec_path, spec, in_cohort);
         }

@@ -24,7 +24,7 @@ impl<'a> Checker<'a> {
             if let Some(c) = catch_all {
                 self.warning(
                     &path,
-                    format!("this rule can never match: scheduling_rules[{c}] before it is a catch-all (it has no selector)"),
+                    format!("this rule can never match: rule {} before it is a catch-all (it has no selector)", c + 1),
                 );
             } else if is_catch_all(rule) {
                 catch_all = Some(i);
@@ -41,13 +41,13 @@ impl<'a> Checker<'a> {
     fn rule_queue(&mut self, path: &str, queue: &str) {
         let path = format!("{path}.resource_queue");
         if super::is_blank(queue) {
-            self.error(path, "resource_queue must name a queue");
+            self.error(path, "must name a queue");
         } else if self.cfg.queues().is_empty() {
             if queue != BUILTIN_QUEUE {
                 self.error(
                     path,
                     format!(
-                        "no queue named `{queue}` is defined; with no resource_queues only the built-in queue \
+                        "no queue named `{queue}` is defined; with no queues defined only the built-in queue \
                          `{BUILTIN_QUEUE}` exists"
                     ),
                 );
@@ -69,17 +69,17 @@ impl<'a> Checker<'a> {
         }
         if let (Some(d), Some(min)) = (p.default, p.min) {
             if d < min {
-                self.error(format!("{path}.default"), format!("default priority {d} is below min {min}"));
+                self.error(format!("{path}.default"), format!("{d} is below the minimum {min}"));
             }
         }
         if let (Some(d), Some(max)) = (p.default, p.max) {
             if d > max {
-                self.error(format!("{path}.default"), format!("default priority {d} is above max {max}"));
+                self.error(format!("{path}.default"), format!("{d} is above the maximum {max}"));
             }
         }
         if let (Some(min), Some(max)) = (p.min, p.max) {
             if min > max {
-                self.error(format!("{path}.min"), format!("min priority {min} is greater than max {max}"));
+                self.error(format!("{path}.min"), format!("{min} is greater than the maximum {max}"));
             }
         }
     }

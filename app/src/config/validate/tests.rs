@@ -305,35 +305,35 @@ fn messages_name_the_offending_values() {
         validate(&cfg).problems.into_iter().next().expect("a problem").message
     };
     let cases: &[(Mutation, &str)] = &[
-        (|c| flavors(c).push(flavor("spot", None)), "duplicate flavor name `spot`: already used by resource_flavors[0]"),
-        (|c| spec(c).nominal_quota = Some(0.0001), "nominal_quota allows at most 3 decimal places, but is 0.0001"),
-        (|c| spec(c).nominal_quota = Some(-1.0), "nominal_quota must not be negative, but is -1"),
+        (|c| flavors(c).push(flavor("spot", None)), "duplicate flavor name `spot`: already used by flavor 1"),
+        (|c| spec(c).nominal_quota = Some(0.0001), "allows at most 3 decimal places, but is 0.0001"),
+        (|c| spec(c).nominal_quota = Some(-1.0), "must not be negative, but is -1"),
         (|c| queues(c)[0].ordering_policy = Some("lifo".into()),
-            "unknown ordering policy `lifo`; accepted: fifo, large_resource, small_first"),
+            "must be one of fifo, large_resource, small_first, not `lifo`"),
         (|c| groups(c)[0].flavors[0].resources.as_mut().unwrap().push(quota("cpu", None)),
-            "resource `cpu` is not among this group's covered_resources [gpu]"),
+            "resource `cpu` is not among this group's covered resources [gpu]"),
         (|c| groups(c).push(group(&["cpu"], vec![flavor_quota("spot", vec![])])),
-            "flavor `spot` already appears in this queue at resource_groups[0].flavors[0]; a flavor may appear only once per queue"),
+            "flavor `spot` already appears in this queue (resource group 1, flavor 1); a flavor may appear only once per queue"),
         (|c| rules(c)[1].resource_queue = "batch".into(), "no queue named `batch` is defined (defined queues: `research`)"),
         (|c| flavors(c)[0].selector = Some(vec![expr("gpu", Operator::Exists, &["a", "b"])]),
             "operator `exists` takes no values, but has [a, b]"),
         (|c| rules(c).push(rule("research", None)),
-            "this rule can never match: scheduling_rules[1] before it is a catch-all (it has no selector)"),
-        (|c| policy(c).default = Some(101), "default priority 101 is above max 100"),
+            "this rule can never match: rule 2 before it is a catch-all (it has no selector)"),
+        (|c| policy(c).default = Some(101), "101 is above the maximum 100"),
         (|c| queues(c)[0].placement_policy = Some("spread".into()),
-            "not readable by the anyscale SDK: `placement_policy` is a Berth extension; the SDK drops it when it reads this config"),
+            "not readable by the anyscale SDK: a Berth extension, which the SDK drops when it reads this config"),
         (|c| groups(c)[0].covered_resources = vec!["gpu".into(), "accel".into()],
-            "not readable by the anyscale SDK: it accepts only cpu, memory_gb, gpu, tpu in covered_resources, so reading this config with it fails on `accel`"),
+            "not readable by the anyscale SDK: it accepts only cpu, memory_gb, gpu, tpu as covered resources, so reading this config with it fails on `accel`"),
         (|c| policy(c).min = Some(-1), "not readable by the anyscale SDK: it refuses negative priorities, so reading this config with it fails on min -1"),
         (|c| { in_cohort(c); spec(c).lending_limit = Some(65.0) },
-            "lending_limit 65 is more than nominal_quota 64: a queue lends only its own quota"),
-        (|c| spec(c).borrowing_limit = Some(1.0), "borrowing_limit needs a cohort_name on the queue: only cohort peers lend and borrow"),
+            "65 is more than the quota 64: a queue lends only its own quota"),
+        (|c| spec(c).borrowing_limit = Some(1.0), "needs a cohort on the queue: only cohort peers lend and borrow"),
         (|c| { in_cohort(c); queues(c)[1].resource_groups = None },
-            "queue `batch` has no resource_groups (no quota to pool), so it cannot join cohort `lab`"),
+            "queue `batch` has no resource groups (no quota to pool), so it cannot join cohort `lab`"),
         (|c| { in_cohort(c); cohort_policy(c, None, Some(CohortPreemption::LowerPriority)) },
-            "borrow_within_cohort `lower_priority` needs reclaim_within_cohort `lower_priority` or `any` (it is omitted)"),
+            "`lower_priority` needs reclaim within cohort `lower_priority` or `any` (it is omitted)"),
         (|c| { in_cohort(c); cohort_policy(c, Some(CohortPreemption::Any), Some(CohortPreemption::Any)) },
-            "unknown borrow_within_cohort `any`; accepted: never, lower_priority"),
+            "must be one of never, lower_priority, not `any`"),
         (|c| queues(c)[0].cohort_name = Some("lab".into()),
             "cohort `lab` has only this queue: there is no peer to borrow from or lend to"),
     ];
@@ -425,7 +425,7 @@ fn problems_name_their_place_in_words() {
     assert_eq!(p.path, format!("{QUOTA}.nominal_quota"));
     assert_eq!(
         p.to_string(),
-        format!("error: {QUOTA}.nominal_quota: nominal_quota must not be negative, but is -1 (queue research › resource group 1 › flavor spot › gpu quota)")
+        format!("error: {QUOTA}.nominal_quota: must not be negative, but is -1 (queue research › resource group 1 › flavor spot › gpu quota)")
     );
 }
 

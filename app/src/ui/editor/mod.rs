@@ -397,15 +397,17 @@ fn ProblemPanel() -> impl IntoView {
                     };
                     let path = p.path.clone();
                     let label = if path.is_empty() { "(document)".to_string() } else { p.location() };
-                    // The schema path stays at hand for YAML and API users: shown small when
-                    // the label is in words, and as the button's tooltip.
+                    // The place reads into the message ("cpu quota must not be negative"); the
+                    // schema path stays at hand for YAML and API users: shown small below
+                    // when the label is in words, and as the button's tooltip.
                     let schema = (!p.place.is_empty()).then(|| view! { <code class="schema-path">{path.clone()}</code> });
                     let title = format!("Go to the field ({path})");
                     view! {
                         <li class=class data-testid="problem">
                             <button type="button" class="link path" title=title
-                                on:click=move |_| jump_to(ed, &path)>{label}{schema}</button>
+                                on:click=move |_| jump_to(ed, &path)>{label}</button>
                             <span class="message">{p.message.clone()}{place}</span>
+                            {schema}
                         </li>
                     }
                 }).collect_view()}

@@ -132,7 +132,8 @@ async fn a_lender_reclaims_with_any_and_the_victim_keeps_its_enqueue_time() {
     assert_eq!(preempted.len(), 1);
     let e = &preempted[0];
     assert_eq!(e.job_id.as_deref(), Some(a[3].as_str()));
-    assert_eq!(e.message, format!("preempted by {b}: queue team-b reclaims its quota from team-a in cohort research"));
+    let b_name = h.lp.state.jobs[&*b].row.name.clone();
+    assert_eq!(e.message, format!("preempted by {b_name}: queue team-b reclaims its quota from team-a in cohort research"));
     assert_eq!((&e.detail["cause"], &e.detail["lender"], &e.detail["borrower"]), (&"reclaim".into(), &"team-b".into(), &"team-a".into()));
     let reclaimed = h.events("reclaimed").await;
     assert_eq!(reclaimed.len(), 1);
