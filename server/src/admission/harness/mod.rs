@@ -246,10 +246,12 @@ async fn a_higher_priority_job_preempts_a_lower_one_in_its_queue() {
     let mut h = Harness::new(TEAM).await;
     let low = h.submit(serde_json::json!({"entrypoint": "sleep 100", "resources": {"cpu": 2}, "priority": 1})).await;
     assert_eq!(h.state(&low).await, JobState::Running);
-    let high = h.submit(serde_json::json!({"entrypoint": "sleep 100", "resources": {"cpu": 2}, "priority": 5})).await;
+    let high = h.submit(serde_json::json!({"name": "urgent", "entrypoint": "sleep 100", "resources": {"cpu": 2}, "priority": 5})).await;
     assert_eq!(h.stopped(), [format!("{low}-r1")]);
     assert_eq!(h.state(&low).await, JobState::Pending);
-    assert!(h.lp.state.jobs[&*low].row.reason.as_deref().unwrap_or("").contains(&high));
+    // Named by its name, not its id.
+    let reason = h.lp.state.jobs[&*low].row.reason.clone().unwrap_or_default();
+    assert!(reason.contains("preempted by urgent"), "{reason}");
     h.tick().await;
     assert_eq!(h.state(&high).await, JobState::Running);
     assert_eq!(h.state(&low).await, JobState::Pending);
