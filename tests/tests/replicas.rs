@@ -644,3 +644,24 @@ async fn a_deposed_leader_writes_no_history_sample_nor_waiting_list() {
     JobStore::new(db.clone()).fenced(taken).insert_samples(now + 3, &[sample]).await.expect("the new leader's sample");
     assert_eq!(count().await, 2);
 }
+
+/// A leader stopped inside a fenced transaction (SIGSTOP, a paused VM) holds the lease row
+/// `FOR SHARE`; PostgreSQL ends that idle session after a few seconds, so another
+/// replica's takeover goes through instead of waiting for it for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_transaction_left_open_does_not_block_a_takeover() {
+    if !pg_or_skip("a_transaction_left_open_does_not_block_a_takeover") {
+        return;
+    }
+    let url = common::fresh_database(Backend::Postgres).await;
+    let (stuck, other) = (server::store::Db::connect(&url).await.unwrap(), server::store::Db::connect(&url).await.unwrap());
+    let mut tx = stuck.pool.begin().await.unwrap();
+    let epoch: Option<i64> = sqlx::query_scalar("SELECT epoch FROM leader_lease WHERE id = 1 FOR SHARE").fetch_optional(&mut *tx).await.unwrap();
+    assert!(epoch.is_some(), "the lease row exists");
+    // The holder now does nothing, as a stopped process would.
+    let started = Instant::now();
+    let takeover = sqlx::query("UPDATE leader_lease SET epoch = epoch + 1 WHERE id = 1").execute(&other.pool);
+    let done = tokio::time::timeout(SECS(30), takeover).await;
+    assert!(matches!(done, Ok(Ok(_))), "the takeover waited {:?}: {done:?}", started.elapsed());
+    assert!(tx.commit().await.is_err(), "the stuck session was ended, its transaction with it");
+}

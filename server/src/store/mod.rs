@@ -100,7 +100,17 @@ impl Db {
                 })
             })
         } else {
-            options
+            // A transaction left open by a process that stopped in it (SIGSTOP, a VM
+            // paused, a partition) holds its locks, among them the leader lease row that
+            // every fenced write reads `FOR SHARE`: another replica's takeover would wait
+            // for it for ever. PostgreSQL ends such a session after this long.
+            options.after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    use sqlx::Executor;
+                    conn.execute(sqlx::AssertSqlSafe(format!("SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}"))).await?;
+                    Ok(())
+                })
+            })
         };
         let pool = options.connect(&url).await.map_err(DbError::Connect)?;
         let migrator = match kind {
@@ -111,6 +121,10 @@ impl Db {
         Ok(Db { pool, kind })
     }
 }
+
+/// How long (ms) a PostgreSQL session may sit idle inside a transaction before the server
+/// ends it. Berth's transactions run their statements back to back.
+const IDLE_IN_TRANSACTION_MS: u64 = 5_000;
 
 /// The path and the query of a `sqlite:` URL.
 fn sqlite_parts(url: &str) -> (&str, &str) {
