@@ -47,12 +47,16 @@ impl Follower {
         loop {
             tokio::time::sleep(POLL).await;
             let mut found = Vec::new();
+            // The last stream is read first (see [`read_order`]); `read_so_far` holds the
+            // bytes found since the last run change, in the streams' order.
+            let mut read_so_far: Vec<Growth> = Vec::new();
             let mut ended = true;
-            for i in 0..self.streams.len() {
+            for i in read_order(self.streams.len()) {
                 let (stream, seen) = self.streams[i];
                 let read = self.runtime.read_log(&self.job, stream, Some(MAX_LOG)).await.ok()?;
                 ended &= read.state.is_terminal();
                 if read.run != self.run {
+                    found.append(&mut read_so_far);
                     if self.run > 0 {
                         found.push(Growth::NewRun(read.run));
                     }
@@ -63,10 +67,11 @@ impl Follower {
                 // A rotated log is shorter than what was seen: start over from its beginning.
                 let new = if read.bytes.len() >= seen { &read.bytes[seen..] } else { &read.bytes[..] };
                 if !new.is_empty() {
-                    found.push(Growth::Bytes(stream, new.to_vec()));
+                    read_so_far.insert(0, Growth::Bytes(stream, new.to_vec()));
                 }
                 self.streams[i].1 = read.bytes.len();
             }
+            found.append(&mut read_so_far);
             if ended {
                 self.ended = true;
             }
@@ -75,4 +80,12 @@ impl Follower {
             }
         }
     }
+}
+
+/// The order to read a job's streams in: the last first. Given in stdout-then-stderr order,
+/// stderr is read before stdout, so a stderr line shown was written before the stdout read
+/// and a job that writes to stdout, then to stderr, is shown in that order (read stdout
+/// first, a poll could fall between the two writes and find only the stderr line).
+pub(crate) fn read_order(streams: usize) -> impl Iterator<Item = usize> {
+    (0..streams).rev()
 }

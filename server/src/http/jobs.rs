@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::body::{Params, PathText, RawBody};
-use super::follow::{Follower, Growth, MAX_LOG};
+use super::follow::{read_order, Follower, Growth, MAX_LOG};
 use super::logmux::Mux;
 use futures_util::StreamExt;
 use super::error::ApiError;
@@ -183,16 +183,21 @@ async fn logs(State(state): State<AppState>, PathText(id): PathText, params: Par
     let follow = matches!(params.get("follow"), Some("true" | "1" | ""));
     let tail_bytes = Some(tail.map_or(MAX_LOG, |lines| tail_bytes(lines as u64)));
     let mut mux = Mux::default();
-    let (mut first, mut seen, mut run, mut ended) = (Vec::new(), Vec::new(), 0, true);
-    for &stream in streams {
-        let read = state.runtime.read_log(&id, stream, tail_bytes).await?;
+    // Read in the follower's order; the job has ended only if it had at the first read.
+    let mut reads = Vec::with_capacity(streams.len());
+    for i in read_order(streams.len()) {
+        reads.push((streams[i], state.runtime.read_log(&id, streams[i], tail_bytes).await?));
+    }
+    let ended = reads.iter().all(|(_, read)| read.state.is_terminal());
+    let run = reads.last().map_or(0, |(_, read)| read.run);
+    let (mut first, mut seen) = (Vec::new(), Vec::new());
+    for (stream, read) in reads.iter().rev() {
         let shown = match tail {
             Some(lines) => last_lines(&read.bytes, lines as usize),
             None => &read.bytes[..],
         };
-        first.extend(if streams.len() == 1 { shown.to_vec() } else { mux.push(stream, shown) });
-        seen.push((stream, read.bytes.len()));
-        (run, ended) = (read.run, read.state.is_terminal());
+        first.extend(if streams.len() == 1 { shown.to_vec() } else { mux.push(*stream, shown) });
+        seen.push((*stream, read.bytes.len()));
     }
     let text_plain = [(CONTENT_TYPE, "text/plain; charset=utf-8")];
     if !follow || ended {
