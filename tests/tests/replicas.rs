@@ -484,7 +484,7 @@ fn ray_or_skip(test: &str) -> Option<String> {
 
 /// SIGKILLs `r` as soon as its API lists a job admitted and not yet started (its start on
 /// the backend under way), or once `within` has passed; whether it saw one.
-async fn kill_mid_start(r: &mut Berth, within: Duration) -> bool {
+async fn kill_mid_start(r: &mut Berth, within: Duration) -> (bool, SystemTime) {
     let http = reqwest::Client::builder().timeout(SECS(2)).build().unwrap();
     let deadline = Instant::now() + within;
     let mut seen = false;
@@ -497,7 +497,7 @@ async fn kill_mid_start(r: &mut Berth, within: Duration) -> bool {
         }
     }
     r.kill9();
-    seen
+    (seen, SystemTime::now())
 }
 
 /// Every Ray job Berth submitted for `ids`, per Berth job, as Ray's own job list has them.
@@ -526,19 +526,19 @@ async fn a_burst_on_ray_survives_leader_kills_mid_start() {
     let flags = ["--no-local", "--ray", &format!("ray={ray}"), "--ray-poll-ms", "200", "--ray-keep-finished"];
     let mut rs = replicas_with(3, &flags, RAY_CONFIG).await;
     let urls: Vec<String> = rs.iter().map(|r| r.url.clone()).collect();
-    let bodies: Vec<Value> = (0..40)
+    let bodies: Vec<Value> = (0..200)
         .map(|n| json!({ "name": format!("ray-burst-{n}"), "submission_id": format!("ray-burst-{n}"), "entrypoint": format!("echo ray-burst-{n}"), "resources": { "cpu": 1 } }))
         .collect();
     let done = Arc::new(AtomicUsize::new(0));
-    let submitting = burst(urls, bodies, Duration::from_millis(150), done.clone());
+    let submitting = burst(urls, bodies, Duration::from_millis(100), done.clone());
     let mut mid_start = Vec::new();
     let mut alive = 0;
     for kill in 1..=2 {
-        let at_least = kill * 12;
+        let at_least = kill * 60;
         wait_until("the burst to go on", SECS(60), async || if done.load(Ordering::Relaxed) >= at_least { Ok(()) } else { Err(format!("{} submitted", done.load(Ordering::Relaxed))) }).await;
         let leader = wait_for_leader(&rs, None).await;
-        let killed_at = SystemTime::now();
-        mid_start.push(kill_mid_start(&mut rs[leader], SECS(30)).await);
+        let (under_way, killed_at) = kill_mid_start(&mut rs[leader], SECS(30)).await;
+        mid_start.push(under_way);
         let others: Vec<usize> = (0..rs.len()).filter(|&i| i != leader).collect();
         let admitted = next_admission(&rs, &others, killed_at).await;
         println!("kill {kill} of the leader (r{leader}, a start under way: {}) → next admission: {:.2} s", mid_start[kill - 1], admitted.duration_since(killed_at).unwrap_or_default().as_secs_f64());
@@ -547,7 +547,7 @@ async fn a_burst_on_ray_survives_leader_kills_mid_start() {
     }
     assert!(mid_start.iter().any(|&m| m), "no kill landed while a start was under way");
     let ids = submitting.await.unwrap();
-    assert_each_succeeded_once(&rs[alive], &ids, SECS(300)).await;
+    assert_each_succeeded_once(&rs[alive], &ids, SECS(900)).await;
     // Ray's own record: one submission per job, run 1's, which succeeded.
     for (id, on_ray) in ray_jobs_of(&ray, &ids).await {
         let seen: Vec<(&str, &str)> = on_ray.iter().map(|j| (j["submission_id"].as_str().unwrap_or(""), j["status"].as_str().unwrap_or(""))).collect();
