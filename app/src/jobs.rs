@@ -662,6 +662,10 @@ impl UsageGroup {
             "user" => Ok(UsageGroup::User),
             "queue" => Ok(UsageGroup::Queue),
             other => match other.strip_prefix("label:") {
+                // What a job's label key may be (see `request`), so no job is left out.
+                Some(key) if key.contains('\0') || key.len() > crate::request::MAX_NAME => {
+                    Err(format!("by: the label key must have no NUL character and at most {} bytes", crate::request::MAX_NAME))
+                }
                 Some(key) if !key.is_empty() => Ok(UsageGroup::Label(key.to_string())),
                 _ => Err(format!("by: `{raw}` is not user, queue or label:KEY")),
             },
@@ -732,4 +736,18 @@ pub struct Admissions {
 pub struct Admission {
     pub at: DateTime<Utc>,
     pub wait_s: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UsageGroup;
+
+    #[test]
+    fn usage_groups_take_any_label_key_a_job_can_have() {
+        assert_eq!(UsageGroup::parse(" label:o'brien "), Ok(UsageGroup::Label("o'brien".into())));
+        assert_eq!(UsageGroup::parse("queue"), Ok(UsageGroup::Queue));
+        assert!(UsageGroup::parse("label:a\0b").unwrap_err().contains("no NUL character"));
+        assert!(UsageGroup::parse(&format!("label:{}", "k".repeat(300))).unwrap_err().contains("at most 256 bytes"));
+        assert_eq!(UsageGroup::parse("label:"), Err("by: `label:` is not user, queue or label:KEY".into()));
+    }
 }

@@ -371,7 +371,9 @@ async fn usage(backend: Backend) {
     let here = workdir(&b, "usage");
     let mut ids = Vec::new();
     for (team, cpu, cmd) in [("a", "2", "sleep 0.4"), ("a", "1", "sleep 0.2; exit 1"), ("b", "2", "sleep 0.3"), ("b", "2", "sleep 0.3"), ("b", "1", "true")] {
-        ids.push(submit(&b, &here, &["--label", &format!("team={team}"), "--cpu", cpu, "--memory-gb", "0.5", "--", cmd]).await);
+        // Team a's jobs also carry a label whose key has SQL's quote in it.
+        let quoted = if team == "a" { ["--label", "o'brien=yes"] } else { ["--label", "other=x"] };
+        ids.push(submit(&b, &here, &[&quoted[..], &["--label", &format!("team={team}"), "--cpu", cpu, "--memory-gb", "0.5", "--", cmd]].concat()).await);
     }
     let ended = b.wait_all_ended(&ids, SECS(60)).await;
     let (status, report) = b.get("/api/v1/usage?by=label:team&since=1h").await;
@@ -399,6 +401,15 @@ async fn usage(backend: Backend) {
     let csv = out(&o);
     assert!(csv.starts_with("group,succeeded,failed,"), "{csv}{}", err(&o));
     assert!(csv.lines().any(|l| l.starts_with("a,1,1,")) && csv.lines().any(|l| l.starts_with("b,3,0,")), "{csv}");
+    // Groups and their job counts by label `key` (URL-encoded).
+    let by_label = async |key: &str| {
+        let (status, report) = b.get(&format!("/api/v1/usage?by=label:{key}&since=1h")).await;
+        assert_eq!(status, 200, "{report}");
+        let jobs = |r: &serde_json::Value| r["jobs"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum::<u64>();
+        report["rows"].as_array().unwrap().iter().map(|r| (r["group"].as_str().unwrap().to_string(), jobs(r))).collect::<Vec<_>>()
+    };
+    assert_eq!(by_label("o%27brien").await, [("(none)".to_string(), 3), ("yes".to_string(), 2)]);
+    assert_eq!(by_label("o%27brien%27;%20--").await, [("(none)".to_string(), 5)], "a key no job has: every job in (none)");
     let o = cli(&b, &here, &["usage", "--by", "team"]).await;
     assert_eq!(o.status.code(), Some(1));
     assert!(err(&o).contains("by: `team` is not user, queue or label:KEY"), "{}", err(&o));

@@ -92,10 +92,14 @@ impl Db {
             // the busy timeout (sqlx's default, 5 s) instead of failing. `synchronous =
             // NORMAL` in WAL mode survives a killed process (only power loss can drop the
             // last commits) and saves an fsync per transaction on the admission hot path.
+            // Reads go through a memory map of the database file (up to 256 MiB of address
+            // space; the pages are the OS's cache, not this process's): an accounting
+            // summary that joins 100,000 ended jobs to their labels took 120 or 280 ms by
+            // turns without the map (bench `usage`) and 100 ms with it.
             options.after_connect(|conn, _meta| {
                 Box::pin(async move {
                     use sqlx::Executor;
-                    conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;").await?;
+                    conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON; PRAGMA mmap_size = 268435456;").await?;
                     Ok(())
                 })
             })
