@@ -334,6 +334,20 @@ impl SlurmBackend {
         self.cancel(&id).await
     }
 
+    /// How a job ended, from its `squeue` row alone when that has it (an ended state and its
+    /// wait status): no `scontrol` call per ended job, each of which held up the ends of the
+    /// others found in the same round. A row of another job's name: lost, as in
+    /// [`Self::final_state`].
+    fn outcome_of_row(&self, row: &Row, run: &RunId) -> Option<Outcome> {
+        if !row.name.is_empty() && row.name != self.slurm_name(run) {
+            return Some(Outcome::Failed(LOST.into()));
+        }
+        match phase(&row.state) {
+            Phase::Ended(state) if !row.exit.is_empty() => Some(outcome(&state, &row.reason, &row.exit, &row.nodes)),
+            _ => None,
+        }
+    }
+
     /// Slurm's final word on a job: `scontrol show job`, else the completion record;
     /// `Ok(None)` while it has not ended, `Err` when Slurm cannot be asked.
     async fn final_state(&self, id: &str, run: &RunId) -> Result<Option<Outcome>, CliError> {
@@ -429,17 +443,21 @@ impl SlurmBackend {
         let mut exits: Vec<Exit> = Vec::new();
         for (id, row) in ended {
             let Some(run) = self.lock_watched().get(&id).map(|w| w.run.clone()) else { continue };
-            let outcome = match self.final_state(&id, &run).await {
-                Ok(Some(o)) => o,
-                // squeue said ended; scontrol's record lags a moment: next round.
-                Ok(None) => continue,
-                Err(e) => {
-                    tracing::debug!(run = %run.key(), error = %e.text(), "Slurm final state unavailable");
-                    match row {
-                        Some(r) => outcome(&r.state, &r.reason, "0:0", &r.nodes),
-                        None => continue,
+            let known = row.as_ref().and_then(|r| self.outcome_of_row(r, &run));
+            let outcome = match known {
+                Some(o) => o,
+                None => match self.final_state(&id, &run).await {
+                    Ok(Some(o)) => o,
+                    // squeue said ended; scontrol's record lags a moment: next round.
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::debug!(run = %run.key(), error = %e.text(), "Slurm final state unavailable");
+                        match row {
+                            Some(r) => outcome(&r.state, &r.reason, "0:0", &r.nodes),
+                            None => continue,
+                        }
                     }
-                }
+                },
             };
             let Some(w) = self.lock_watched().remove(&id) else { continue };
             if let Some(held) = w.held.clone() {

@@ -92,6 +92,20 @@ fn slurm_end_states_map_to_berth_outcomes_with_reasons() {
     // Garbage in, no panic.
     assert_eq!(exit_code("x:y"), (0, 0));
     assert_eq!(exit_code(""), (0, 0));
+    // squeue's exit_code is the wait status.
+    assert_eq!(exit_code("768"), (3, 0));
+    assert_eq!(exit_code("0"), (0, 0));
+    assert_eq!(exit_code("9"), (0, 9));
+    assert_eq!(outcome("FAILED", "NonZeroExitCode", "768", "n1"), Outcome::Exited(3));
+    assert_eq!(outcome("CANCELLED", "None", "15", "n1"), Outcome::Failed("cancelled in Slurm, not by Berth".into()));
+}
+
+#[test]
+fn an_ended_row_carries_its_wait_status() {
+    let rows = parse_rows("3|FAILED|NonZeroExitCode|n1|cpu=1,mem=100M,node=1|j-1-r1|768|\n4|RUNNING|None|n1|cpu=1,mem=100M,node=1|j-2-r1|0|\n");
+    assert_eq!((rows[0].exit.as_str(), rows[1].exit.as_str()), ("768", "0"));
+    // An older row without the column: nothing known, Berth asks scontrol.
+    assert_eq!(parse_rows("3|FAILED|None|n1|cpu=1|j-1-r1|\n")[0].exit, "");
 }
 
 #[test]

@@ -55,10 +55,19 @@ pub(super) fn phase(state: &str) -> Phase {
     }
 }
 
-/// `ExitCode=3:0` (code, signal).
+/// `ExitCode=3:0` (code, signal), or `squeue`'s `exit_code`, the wait status (`768`: code 3;
+/// `9`: signal 9).
 pub(super) fn exit_code(text: &str) -> (i32, i32) {
-    let (code, signal) = text.split_once(':').unwrap_or((text, "0"));
-    (code.trim().parse().unwrap_or(0), signal.trim().parse().unwrap_or(0))
+    match text.split_once(':') {
+        Some((code, signal)) => (code.trim().parse().unwrap_or(0), signal.trim().parse().unwrap_or(0)),
+        None => {
+            let status: i32 = text.trim().parse().unwrap_or(0);
+            match status & 0x7f {
+                0 => ((status >> 8) & 0xff, 0),
+                signal => (0, signal),
+            }
+        }
+    }
 }
 
 /// How a run ended, from Slurm's final state, its reason and `ExitCode`.
@@ -86,8 +95,8 @@ pub(super) fn outcome(state: &str, reason: &str, exit: &str, nodes: &str) -> Out
     }
 }
 
-/// One row of the status query: `JobArrayID|State|Reason|NodeList|tres-alloc|Name|` (the id
-/// of an array's task is `ARRAYID_INDEX`, of any other job its number).
+/// One row of the status query: `JobArrayID|State|Reason|NodeList|tres-alloc|Name|exit_code|`
+/// (the id of an array's task is `ARRAYID_INDEX`, of any other job its number).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Row {
     pub id: String,
@@ -96,11 +105,13 @@ pub(super) struct Row {
     pub nodes: String,
     pub alloc: Resources,
     pub name: String,
+    /// The wait status, once the job has ended (see [`exit_code`]).
+    pub exit: String,
 }
 
 /// The `squeue -r -O` columns [`parse_rows`] reads (`-r`: one row per task of an array,
 /// also while it waits; `JobID` would give a task's own number, unknown before it starts).
-pub(super) const ROW_FORMAT: &str = "JobArrayID:|,State:|,Reason:|,NodeList:|,tres-alloc:|,Name:|";
+pub(super) const ROW_FORMAT: &str = "JobArrayID:|,State:|,Reason:|,NodeList:|,tres-alloc:|,Name:|,exit_code:|";
 
 pub(super) fn parse_rows(text: &str) -> Vec<Row> {
     text.lines()
@@ -116,6 +127,7 @@ pub(super) fn parse_rows(text: &str) -> Vec<Row> {
                 nodes: f[3].to_string(),
                 alloc: tres(f[4]),
                 name: f[5].to_string(),
+                exit: f.get(6).map_or("", |e| *e).to_string(),
             })
         })
         .collect()
