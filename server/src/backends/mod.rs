@@ -174,7 +174,7 @@ pub trait Backend: Send + Sync + 'static {
     /// it comes; `done` answers false once nobody listens, and then no more are started.
     /// The default starts them one by one and, once the backend says it is unavailable,
     /// gives the rest that answer without asking it again. Slurm overrides it to submit the
-    /// tasks of one Berth array as one job array.
+    /// tasks of one Berth array as one job array, Ray to send several submissions at once.
     fn start_many<'a>(&'a self, specs: Vec<StartSpec>, done: &'a Report) -> BoxFuture<'a, ()> {
         Box::pin(async move {
             let mut down: Option<BackendError> = None;
