@@ -24,6 +24,35 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Where [`Backend::start_many`] reports each start; false: nobody listens any more.
 pub type Report = dyn Fn(RunId, Result<String, BackendError>) -> bool + Send + Sync;
 
+/// Starts `specs` on `backend`, `at_once` of them under way at a time, and reports each
+/// result to `done` in order. Once the backend says it is unavailable, the runs not yet
+/// started get that answer without asking it again; once `done` answers false, no more are
+/// started (those under way are dropped: a next leader adopts what the backend got).
+pub async fn start_each<B: Backend + ?Sized>(backend: &B, specs: Vec<StartSpec>, done: &Report, at_once: usize) {
+    use futures_util::StreamExt;
+    let down: std::sync::Mutex<Option<BackendError>> = std::sync::Mutex::new(None);
+    let down = &down;
+    let mut results = futures_util::stream::iter(specs)
+        .map(|spec| async move {
+            let run = spec.run.clone();
+            let known_down = down.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let result = match known_down {
+                Some(e) => Err(e),
+                None => backend.start(spec).await,
+            };
+            if let Err(e @ BackendError::Unavailable(_)) = &result {
+                *down.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
+            }
+            (run, result)
+        })
+        .buffered(at_once.max(1));
+    while let Some((run, result)) = results.next().await {
+        if !done(run, result) {
+            return;
+        }
+    }
+}
+
 /// One attempt of one job.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct RunId {
@@ -172,26 +201,11 @@ pub trait Backend: Send + Sync + 'static {
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>>;
     /// Starts a cycle's runs on this backend in order, calling `done` with each result as
     /// it comes; `done` answers false once nobody listens, and then no more are started.
-    /// The default starts them one by one and, once the backend says it is unavailable,
-    /// gives the rest that answer without asking it again. Slurm overrides it to submit the
-    /// tasks of one Berth array as one job array, Ray to send several submissions at once.
+    /// The default starts them one by one (see [`start_each`]). Slurm overrides it to
+    /// submit the tasks of one Berth array as one job array, Ray to send several
+    /// submissions at once.
     fn start_many<'a>(&'a self, specs: Vec<StartSpec>, done: &'a Report) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            let mut down: Option<BackendError> = None;
-            for spec in specs {
-                let run = spec.run.clone();
-                let result = match &down {
-                    Some(e) => Err(e.clone()),
-                    None => self.start(spec).await,
-                };
-                if let Err(e @ BackendError::Unavailable(_)) = &result {
-                    down = Some(e.clone());
-                }
-                if !done(run, result) {
-                    return;
-                }
-            }
-        })
+        Box::pin(start_each(self, specs, done, 1))
     }
     /// Stops a run and everything it spawned. Returns once the stop is under way; the
     /// backend escalates on its own (SIGTERM, then SIGKILL after a grace period).

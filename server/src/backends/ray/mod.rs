@@ -558,9 +558,9 @@ impl Backend for RayBackend {
         Box::pin(self.submit(spec))
     }
 
-    /// A cycle's runs, several submissions at once (see [`RayBackend::submit_all`]).
+    /// A cycle's runs, [`START_CONCURRENCY`](runs::START_CONCURRENCY) submissions at once.
     fn start_many<'a>(&'a self, specs: Vec<StartSpec>, done: &'a super::Report) -> BoxFuture<'a, ()> {
-        Box::pin(self.submit_all(specs, done))
+        Box::pin(super::start_each(self, specs, done, runs::START_CONCURRENCY))
     }
 
     fn stop(&self, run: RunId, _handle: String) -> BoxFuture<'_, Result<(), BackendError>> {

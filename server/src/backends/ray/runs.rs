@@ -1,42 +1,14 @@
 //! Sending runs to Ray and stopping them: a submission (with the packages it needs uploaded
-//! first), a cycle's submissions several at a time, a stop.
+//! first) and a stop.
 
 use super::*;
 
 /// Submissions of one cycle sent to Ray at once: one after another, the fourth of four
 /// admitted together reached Ray about 100 ms after its admission (each submission takes
 /// Ray tens of ms), which was the tail of Berth's added latency.
-const START_CONCURRENCY: usize = 8;
+pub(super) const START_CONCURRENCY: usize = 8;
 
 impl RayBackend {
-    /// A cycle's runs, [`START_CONCURRENCY`] submissions in flight, each reported in order.
-    /// Once Ray is found unreachable, the runs not yet sent get that error without trying;
-    /// once `done` says stop (the leader's lease), no more are sent, and the ones under way
-    /// are dropped: a next leader adopts any Ray got, by submission id.
-    pub(super) async fn submit_all(&self, specs: Vec<StartSpec>, done: &crate::backends::Report) {
-        let down: Mutex<Option<BackendError>> = Mutex::new(None);
-        let down = &down;
-        let mut results = futures_util::stream::iter(specs)
-            .map(|spec| async move {
-                let run = spec.run.clone();
-                let known_down = down.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                let result = match known_down {
-                    Some(e) => Err(e),
-                    None => self.submit(spec).await,
-                };
-                if let Err(e @ BackendError::Unavailable(_)) = &result {
-                    *down.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.clone());
-                }
-                (run, result)
-            })
-            .buffered(START_CONCURRENCY);
-        while let Some((run, result)) = results.next().await {
-            if !done(run, result) {
-                return;
-            }
-        }
-    }
-
     pub(super) async fn submit(&self, spec: StartSpec) -> Result<String, BackendError> {
         let key = spec.run.key();
         if !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
