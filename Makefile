@@ -86,12 +86,16 @@ site: frontend/node_modules/.package-lock.json
 	@$(MAKE) --no-print-directory $(SITE)/pkg/manifest.json
 	@node frontend/pack.mjs --report $(SITE)
 
-# Repacked only when an input changed: wasm-opt takes a while.
+# Repacked only when an input changed: wasm-opt takes a while. wasm-split-cli cuts the wasm
+# into the shell (berth.wasm, which wasm-bindgen then wraps) and a chunk per page group plus
+# the chunks the groups share, all loaded through __wasm_split.js; wasm-opt shrinks each.
 $(SITE)/pkg/manifest.json: $(WASM) style/main.css frontend/pack.mjs frontend/js/yaml-editor.js frontend/package-lock.json
-	@mkdir -p $(BINDGEN)
-	wasm-bindgen --target web --out-dir $(BINDGEN) --out-name berth $(WASM)
-	@echo "wasm-bindgen output: $$(stat -c %s $(BINDGEN)/berth_bg.wasm) B; wasm-opt -Oz:"
-	$(WASM_OPT) -Oz --enable-bulk-memory --enable-nontrapping-float-to-int $(BINDGEN)/berth_bg.wasm -o $(BINDGEN)/berth_bg.wasm
+	@rm -rf $(BINDGEN) && mkdir -p $(BINDGEN)/split
+	wasm-split-cli --target web --out-name berth $(WASM) $(BINDGEN)/split
+	wasm-bindgen --target web --keep-lld-exports --no-demangle --out-dir $(BINDGEN) --out-name berth $(BINDGEN)/split/berth.wasm
+	@rm $(BINDGEN)/split/berth.wasm && mv $(BINDGEN)/split/* $(BINDGEN)/ && rmdir $(BINDGEN)/split
+	@echo "wasm-bindgen and wasm-split output: $$(cat $(BINDGEN)/*.wasm | wc -c) B in $$(ls $(BINDGEN)/*.wasm | wc -l) files; wasm-opt -Oz each:"
+	ls $(BINDGEN)/*.wasm | xargs -P $$(nproc) -I{} $(WASM_OPT) -Oz --enable-bulk-memory --enable-nontrapping-float-to-int {} -o {}
 	cp style/main.css $(BINDGEN)/berth.css
 	node frontend/pack.mjs $(BINDGEN) $(SITE)
 

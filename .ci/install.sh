@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what Berth's build and tests need and is missing; idempotent, skips what is there.
-#   .ci/install.sh run    - enough to build and serve: the wasm target, wasm-bindgen-cli, the
+#   .ci/install.sh run    - enough to build and serve: the wasm target, wasm-bindgen-cli,
+#                           wasm-split-cli, the
 #                           dashboard's npm packages (ECharts, CodeMirror, esbuild, binaryen)
 #   .ci/install.sh test   - plus PostgreSQL, Chromium, Prometheus (Debian), the end2end npm
 #                           packages and the Python venvs of Ray, schemathesis and anyscale (PyPI)
@@ -22,6 +23,14 @@ if [ "$have" != "$want" ]; then
   say "installing wasm-bindgen-cli $want (found: ${have:-none}); takes about 2 minutes"
   # Not --locked: its lock pins a crate version this registry does not carry.
   cargo install wasm-bindgen-cli --version "$want"
+fi
+
+# wasm-split-cli cuts the dashboard's wasm into the shell and one chunk per group of pages
+# (app/src/ui/mod.rs: page_groups!), at the split points the #[lazy] functions mark.
+split_want=0.2.4
+if ! command -v wasm-split-cli >/dev/null 2>&1 || ! cargo install --list | grep -qx "wasm_split_cli_support v$split_want:"; then
+  say "installing wasm-split-cli $split_want; takes about a minute"
+  cargo install wasm_split_cli_support --version "$split_want" --features build-binary --locked
 fi
 
 # ECharts and CodeMirror, served by the dashboard itself (no CDN), and esbuild and binaryen's

@@ -61,7 +61,7 @@ test('the binary copied alone to an empty directory serves a working dashboard',
   assert.deepEqual(page.outside, [], 'nothing loads from outside');
   assert.deepEqual(page.errors, [], 'no page errors');
   // Each under its content-hashed name.
-  for (const f of [/^\/pkg\/berth\.[0-9a-f]{16}\.js$/, /^\/pkg\/berth_bg\.[0-9a-f]{16}\.wasm$/, /^\/pkg\/berth\.[0-9a-f]{16}\.css$/]) {
+  for (const f of [/^\/pkg\/app\.[0-9a-f]{16}\/berth\.js$/, /^\/pkg\/app\.[0-9a-f]{16}\/berth_bg\.wasm$/, /^\/pkg\/app\.[0-9a-f]{16}\/split_queue_pages_\d+\.wasm$/, /^\/pkg\/berth\.[0-9a-f]{16}\.css$/]) {
     assert.ok(statuses.some(([path, status]) => f.test(path) && status === 200), `${f} served from the binary: ${JSON.stringify(statuses)}`);
   }
 });

@@ -77,9 +77,12 @@ test('cold first visit and warm navigation, throttled to 50 Mbit/s and 40 ms', a
     figures.cold.push(await hydratedAt(page));
     await menuResponds(page);
     if (run === 0) {
-      const wasm = page.responses.find((r) => r.path.endsWith('.wasm'));
+      const wasm = page.responses.find((r) => r.path.endsWith('/berth_bg.wasm'));
       assert.ok(wasm, `the wasm was loaded: ${JSON.stringify(page.responses.map((r) => r.path))}`);
-      assert.match(wasm.path, /^\/pkg\/berth_bg\.[0-9a-f]{16}\.wasm$/, 'a content-hashed name');
+      assert.match(wasm.path, /^\/pkg\/app\.[0-9a-f]{16}\/berth_bg\.wasm$/, 'in a content-hashed directory');
+      // The overview's page group, and none of the others: a first visit loads one group.
+      const groups = [...new Set(page.responses.filter((r) => /\/split_\w+\.wasm$/.test(r.path)).map((r) => r.path.match(/split_([a-z_]+?)_\d+\.wasm$/)[1]))];
+      assert.deepEqual(groups, ['queue_pages'], 'only the page group of the page shown');
       assert.equal(wasm.headers['content-encoding'], 'br', 'sent brotli-compressed');
       assert.match(wasm.headers['cache-control'], /immutable/);
       assert.ok(!page.responses.some((r) => r.path.includes('echarts')), 'no ECharts on a page without charts');

@@ -99,7 +99,12 @@ async fn the_binary_alone_serves_the_dashboard() {
     ] {
         let hashed = names[file].as_str().unwrap_or_else(|| panic!("{file} is listed: {names}"));
         let (stem, ext) = file.rsplit_once('.').unwrap();
-        let hash = hashed.strip_prefix(&format!("{stem}.")).and_then(|h| h.strip_suffix(&format!(".{ext}"))).unwrap_or("");
+        // Its own hash in its name (berth.<hash>.css), or the app's files in a directory named
+        // by the hash of them all (app.<hash>/berth.js).
+        let hash = match hashed.strip_prefix("app.").and_then(|h| h.strip_suffix(&format!("/{file}"))) {
+            Some(dir_hash) => dir_hash,
+            None => hashed.strip_prefix(&format!("{stem}.")).and_then(|h| h.strip_suffix(&format!(".{ext}"))).unwrap_or(""),
+        };
         assert!(hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()), "{file} is named by its content hash: {hashed}");
         if file != "echarts.min.js" && file != "yaml-editor.js" {
             assert!(html.contains(&format!("/pkg/{hashed}")), "the page links {hashed}");

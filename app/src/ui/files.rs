@@ -27,9 +27,10 @@ impl FileNames {
         format!("/pkg/{}", self.0.get(name).map(String::as_str).unwrap_or(name))
     }
 
-    /// Whether `file` (a name under `/pkg/`) is a content-hashed name, so it never changes.
+    /// Whether `file` (a name under `/pkg/`) is a content-hashed name, or lies in a
+    /// content-hashed directory (a name ending in `/`), so it never changes.
     pub fn is_hashed(&self, file: &str) -> bool {
-        self.0.values().any(|hashed| hashed == file)
+        self.0.values().any(|hashed| hashed == file || (hashed.ends_with('/') && file.starts_with(hashed.as_str())))
     }
 
     /// The names as JSON, for the page.
@@ -48,6 +49,33 @@ impl FileNames {
     }
 }
 
+/// What each page group's code needs (`pkg/split.json`, written by `frontend/pack.mjs`): the
+/// wasm chunks that `wasm-split-cli` cut out, by the name of the lazy function that loads them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SplitLoads {
+    /// The directory under `/pkg/` holding the app's files (`app.<hash>`).
+    pub dir: String,
+    /// The loader script, in that directory.
+    pub loader: String,
+    /// Lazy function (`config_pages_<n>`) → the modules it loads, without `.wasm`.
+    pub loads: BTreeMap<String, Vec<String>>,
+}
+
+impl SplitLoads {
+    /// The loads in a `split.json`; none when it cannot be read.
+    pub fn from_json(json: &str) -> Option<Self> {
+        serde_json::from_str(json).ok()
+    }
+
+    /// As Leptos reads it: with this in a page's context, a page that renders a page group
+    /// links that group's chunks for preloading, so hydration does not wait on fetching them.
+    #[cfg(feature = "ssr")]
+    pub fn manifest(&self) -> leptos::WasmSplitManifest {
+        let loads = self.loads.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        leptos::WasmSplitManifest(leptos::prelude::ArcStoredValue::new((format!("/pkg/{}", self.dir), loads, self.loader.clone())))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +88,14 @@ mod tests {
         assert!(names.is_hashed("berth.0123456789abcdef.js"));
         assert!(!names.is_hashed("berth.js"));
         assert_eq!(FileNames::from_manifest("not json"), FileNames::default());
+    }
+
+    #[test]
+    fn files_in_a_hashed_directory_are_hashed() {
+        let names = FileNames::from_manifest(r#"{"app/": "app.0123456789abcdef/", "berth.js": "app.0123456789abcdef/berth.js"}"#);
+        assert_eq!(names.url("berth.js"), "/pkg/app.0123456789abcdef/berth.js");
+        assert!(names.is_hashed("app.0123456789abcdef/chunk_7.wasm"));
+        assert!(!names.is_hashed("app.fedcba9876543210/chunk_7.wasm"));
+        assert!(!names.is_hashed("chunk_7.wasm"));
     }
 }

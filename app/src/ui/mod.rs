@@ -36,6 +36,7 @@ use leptos_meta::{provide_meta_context, Title};
 #[cfg(feature = "ssr")]
 use leptos_meta::MetaTags;
 use leptos_router::components::{Route, Router, Routes};
+use leptos_router::Lazy;
 use leptos_router::path;
 
 use accounting::AccountingPage;
@@ -95,6 +96,110 @@ pub fn shell(_options: LeptosOptions) -> impl IntoView {
     }
 }
 
+/// The pages come in four groups, each a lazy route: the browser fetches a group's code (a
+/// wasm chunk that `wasm-split-cli` cuts out at build time) the first time one of its pages is
+/// shown, so a first visit loads the shell and one group rather than the whole dashboard.
+/// Few groups keep the chunks few: wasm-split also cuts out the code each set of groups shares.
+///
+/// A group also names the paths its pages live under, so the browser can load the group of
+/// the page the server rendered before it hydrates ([`load_page_group`]); every route in
+/// [`App`] must lie under its group's paths (`page_groups_cover_their_routes` checks it).
+macro_rules! page_groups {
+    ($($group:ident: $kind:ident under [$($under:literal),*] { $($route:ident => $page:ident),* $(,)? })*) => {
+        mod lazy {
+            use leptos::prelude::*;
+            $(
+                #[derive(Clone, Copy)]
+                pub enum $kind { $($route),* }
+
+                pub mod $group {
+                    use leptos::prelude::*;
+
+                    /// The group's pages: its own wasm chunk in the browser.
+                    #[leptos::lazy($group)]
+                    pub fn show(page: super::$kind) -> AnyView {
+                        match page {
+                            $(super::$kind::$route => view! { <super::super::$page/> }.into_any(),)*
+                        }
+                    }
+
+                    /// Whether `path` is one of the group's pages.
+                    #[cfg(any(feature = "hydrate", test))]
+                    pub fn covers(path: &str) -> bool {
+                        [$($under),*].iter().any(|under| super::super::lies_under(path, under))
+                    }
+                }
+
+                $(
+                    pub struct $route;
+                    impl leptos_router::LazyRoute for $route {
+                        fn data() -> Self {
+                            $route
+                        }
+                        async fn view(_this: Self) -> AnyView {
+                            $group::show($kind::$route).await
+                        }
+                    }
+                )*
+            )*
+
+            /// Loads the code of the group `path` belongs to (nothing for a path in none).
+            #[cfg(feature = "hydrate")]
+            pub async fn load_group_of(path: &str) {
+                $(
+                    if $group::covers(path) {
+                        return $group::__preload_show().await;
+                    }
+                )*
+            }
+
+            /// The group of `path`, by name.
+            #[cfg(test)]
+            pub fn group_of(path: &str) -> Option<&'static str> {
+                $(
+                    if $group::covers(path) {
+                        return Some(stringify!($group));
+                    }
+                )*
+                None
+            }
+        }
+    };
+}
+
+page_groups! {
+    queue_pages: QueuePages under ["/", "/queues", "/cohorts", "/history", "/usage"] {
+        Overview => OverviewPage, Queue => QueuePage, Cohort => CohortPage, History => HistoryPage, Usage => AccountingPage,
+    }
+    job_pages: JobPages under ["/jobs", "/stages", "/events"] {
+        Jobs => JobsPage, Job => JobPage, Submit => SubmitPage, Stage => StagePage, Events => EventsPage,
+    }
+    config_pages: ConfigPages under ["/config"] {
+        Config => ConfigPage, Versions => VersionsPage, Version => VersionPage, Diff => DiffPage,
+    }
+    admin_pages: AdminPages under ["/signin", "/admin"] {
+        SignIn => SignInPage, Tokens => TokensPage, AuditLog => AuditLogPage,
+    }
+}
+
+/// `path` is `under` or below it (`/` only itself).
+#[cfg(any(feature = "hydrate", test))]
+fn lies_under(path: &str, under: &str) -> bool {
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    if under == "/" {
+        return path == "/";
+    }
+    path == under || path.strip_prefix(under).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Loads the code of the page group of the page shown (the server preloads its chunks), so
+/// hydration finds it ready and runs in one go. Call before hydrating.
+#[cfg(feature = "hydrate")]
+pub async fn load_page_group() {
+    let path = window().location().pathname().unwrap_or_default();
+    lazy::load_group_of(&path).await;
+}
+
 /// The root component: navigation and routes.
 #[component]
 pub fn App() -> impl IntoView {
@@ -113,25 +218,58 @@ pub fn App() -> impl IntoView {
             <nav::TopBar/>
             <main class="page">
                 <Routes fallback=|| view! { <div class="card"><h1>"Not found"</h1><p>"There is no page here."</p><a href="/">"Back to the dashboard"</a></div> }>
-                    <Route path=path!("/") view=OverviewPage/>
-                    <Route path=path!("/queues/:name") view=QueuePage/>
-                    <Route path=path!("/cohorts/:name") view=CohortPage/>
-                    <Route path=path!("/jobs") view=JobsPage/>
-                    <Route path=path!("/jobs/new") view=SubmitPage/>
-                    <Route path=path!("/jobs/:id") view=JobPage/>
-                    <Route path=path!("/events") view=EventsPage/>
-                    <Route path=path!("/history") view=HistoryPage/>
-                    <Route path=path!("/usage") view=AccountingPage/>
-                    <Route path=path!("/stages/:id") view=StagePage/>
-                    <Route path=path!("/config") view=ConfigPage/>
-                    <Route path=path!("/config/versions") view=VersionsPage/>
-                    <Route path=path!("/config/versions/:version") view=VersionPage/>
-                    <Route path=path!("/config/diff") view=DiffPage/>
-                    <Route path=path!("/signin") view=SignInPage/>
-                    <Route path=path!("/admin/tokens") view=TokensPage/>
-                    <Route path=path!("/admin/audit") view=AuditLogPage/>
+                    <Route path=path!("/") view={Lazy::<lazy::Overview>::new()}/>
+                    <Route path=path!("/queues/:name") view={Lazy::<lazy::Queue>::new()}/>
+                    <Route path=path!("/cohorts/:name") view={Lazy::<lazy::Cohort>::new()}/>
+                    <Route path=path!("/jobs") view={Lazy::<lazy::Jobs>::new()}/>
+                    <Route path=path!("/jobs/new") view={Lazy::<lazy::Submit>::new()}/>
+                    <Route path=path!("/jobs/:id") view={Lazy::<lazy::Job>::new()}/>
+                    <Route path=path!("/events") view={Lazy::<lazy::Events>::new()}/>
+                    <Route path=path!("/history") view={Lazy::<lazy::History>::new()}/>
+                    <Route path=path!("/usage") view={Lazy::<lazy::Usage>::new()}/>
+                    <Route path=path!("/stages/:id") view={Lazy::<lazy::Stage>::new()}/>
+                    <Route path=path!("/config") view={Lazy::<lazy::Config>::new()}/>
+                    <Route path=path!("/config/versions") view={Lazy::<lazy::Versions>::new()}/>
+                    <Route path=path!("/config/versions/:version") view={Lazy::<lazy::Version>::new()}/>
+                    <Route path=path!("/config/diff") view={Lazy::<lazy::Diff>::new()}/>
+                    <Route path=path!("/signin") view={Lazy::<lazy::SignIn>::new()}/>
+                    <Route path=path!("/admin/tokens") view={Lazy::<lazy::Tokens>::new()}/>
+                    <Route path=path!("/admin/audit") view={Lazy::<lazy::AuditLog>::new()}/>
                 </Routes>
             </main>
         </Router>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lazy::group_of;
+
+    #[test]
+    fn page_groups_cover_their_routes() {
+        for (path, group) in [
+            ("/", "queue_pages"),
+            ("/queues/vision", "queue_pages"),
+            ("/cohorts/research", "queue_pages"),
+            ("/history?range=1h", "queue_pages"),
+            ("/usage", "queue_pages"),
+            ("/jobs", "job_pages"),
+            ("/jobs/new", "job_pages"),
+            ("/jobs/j-1", "job_pages"),
+            ("/stages/s-1", "job_pages"),
+            ("/events", "job_pages"),
+            ("/config", "config_pages"),
+            ("/config/versions", "config_pages"),
+            ("/config/versions/3", "config_pages"),
+            ("/config/diff?from=1&to=2", "config_pages"),
+            ("/signin", "admin_pages"),
+            ("/admin/tokens", "admin_pages"),
+            ("/admin/audit", "admin_pages"),
+        ] {
+            assert_eq!(group_of(path), Some(group), "{path}");
+        }
+        for nowhere in ["/nowhere", "/jobsx", "/configure"] {
+            assert_eq!(group_of(nowhere), None, "{nowhere}");
+        }
     }
 }

@@ -17,7 +17,7 @@ use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use app::ui::files::FileNames;
+use app::ui::files::{FileNames, SplitLoads};
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -41,24 +41,33 @@ pub struct Site {
     /// A site root on disk; none: the files inside the binary.
     dir: Option<PathBuf>,
     names: Arc<FileNames>,
+    split: Option<Arc<SplitLoads>>,
 }
 
 impl Site {
     /// The files compiled into the binary.
     pub fn embedded() -> Self {
-        let names = Embedded::get("pkg/manifest.json").map(|f| FileNames::from_manifest(&String::from_utf8_lossy(&f.data))).unwrap_or_default();
-        Site { dir: None, names: Arc::new(names) }
+        let read = |name: &str| Embedded::get(name).map(|f| String::from_utf8_lossy(&f.data).into_owned());
+        let names = read("pkg/manifest.json").map(|j| FileNames::from_manifest(&j)).unwrap_or_default();
+        let split = read("pkg/split.json").and_then(|j| SplitLoads::from_json(&j)).map(Arc::new);
+        Site { dir: None, names: Arc::new(names), split }
     }
 
     /// The files under `root` (its `pkg/` directory), as the site was when this is called.
     pub fn dir(root: PathBuf) -> Self {
         let names = std::fs::read_to_string(root.join("pkg/manifest.json")).map(|j| FileNames::from_manifest(&j)).unwrap_or_default();
-        Site { dir: Some(root), names: Arc::new(names) }
+        let split = std::fs::read_to_string(root.join("pkg/split.json")).ok().and_then(|j| SplitLoads::from_json(&j)).map(Arc::new);
+        Site { dir: Some(root), names: Arc::new(names), split }
     }
 
     /// The names pages link the files by.
     pub fn names(&self) -> FileNames {
         self.names.as_ref().clone()
+    }
+
+    /// What each page group's code needs; none for a site built without splitting.
+    pub fn split(&self) -> Option<Arc<SplitLoads>> {
+        self.split.clone()
     }
 
     /// `pkg/…` relative to the site root; none for a path that leaves `pkg/`.

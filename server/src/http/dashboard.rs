@@ -11,7 +11,7 @@ use app::config::parse::{parse, Format};
 use app::jobs::{Admissions, CohortView, EventPage, History, Job, JobPage, JobRequest, NodeView, QueueView, StageResults, StageStatus, UsageReport};
 use app::preview::PreviewReport;
 use app::ui::backend::{Answer, Backend, SharedBackend};
-use app::ui::files::FileNames;
+use app::ui::files::{FileNames, SplitLoads};
 use app::ui::server_fns::{ApplyInput, ApplyOutcome, SubmitOutcome};
 use axum::http::request::Parts;
 use axum::Router;
@@ -31,17 +31,22 @@ use crate::services::config::ServiceError;
 use crate::state::AppState;
 use crate::store::config::{ApplyMeta, StoreError};
 
-/// The dashboard's pages, linking the static files by `files` (their hashed names).
-pub fn dashboard(state: AppState, options: LeptosOptions, files: FileNames) -> Router {
+/// The dashboard's pages, linking the static files by `files` (their hashed names) and
+/// preloading the code of the page group each renders (`split`).
+pub fn dashboard(state: AppState, options: LeptosOptions, files: FileNames, split: Option<Arc<SplitLoads>>) -> Router {
     let routes = generate_route_list(app::ui::App);
     let backend: SharedBackend = Arc::new(state);
     let shell_options = options.clone();
+    let split = split.map(|s| s.manifest());
     // Every page, the 404 page too, gets the backend, the files' names and the nonce the auth
     // middleware put in this response's Content-Security-Policy (without it a 404 page's
     // scripts are blocked).
     let context = move || {
         provide_context(backend.clone());
         provide_context(files.clone());
+        if let Some(split) = &split {
+            provide_context(split.clone());
+        }
         if let Some(nonce) = use_context::<Parts>().and_then(|p| p.extensions.get::<CspNonce>().cloned()) {
             provide_context(leptos::nonce::Nonce::from_value(nonce.0));
         }

@@ -85,7 +85,7 @@ pub fn router_serving(state: AppState, leptos: LeptosOptions, assets: Assets) ->
         Assets::Embedded => assets::Site::embedded(),
         Assets::SiteRoot => assets::Site::dir(std::path::PathBuf::from(leptos.site_root.to_string())),
     };
-    let dashboard = assets::routes(site.clone()).merge(crate::http::dashboard::dashboard(state.clone(), leptos, site.names()));
+    let dashboard = assets::routes(site.clone()).merge(crate::http::dashboard::dashboard(state.clone(), leptos, site.names(), site.split()));
     api_routes(state.clone())
         .merge(dashboard)
         .route_layer(axum::middleware::from_fn(metrics::record_route))
