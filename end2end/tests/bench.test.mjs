@@ -33,7 +33,7 @@ test('live validation: time for 200 queues (target 5 ms), measured in the browse
   // The wasm's glue is imported under its content-hashed name, as the page links it.
   const timing = (text, n) => page.evaluate(async ([text, n]) => {
     const wasm = await import(document.querySelector('link[rel=modulepreload]').href);
-    return Array.from(wasm.berthValidateTiming(text, n));
+    return Array.from(await wasm.berthValidateTiming(text, n));
   }, [text, n]);
   const optimized = await page.evaluate(async () => (await import(document.querySelector('link[rel=modulepreload]').href)).berthOptimized());
   const [seedValidate, seedBoth, seedProblems] = await timing(SEED, 200);

@@ -10,10 +10,18 @@ use crate::config::{parse_auto, validate};
 
 /// Mean milliseconds of `[validate, parse + validate]` over `iterations` runs on `text`,
 /// then the number of problems found.
+///
+/// Exported functions stay in the wasm's shell; the work is a lazy function, so the
+/// validator's code stays in the chunks of the pages that use it (the config pages).
 #[wasm_bindgen(js_name = berthValidateTiming)]
-pub fn validate_timing(text: &str, iterations: u32) -> Result<Vec<f64>, JsValue> {
+pub async fn validate_timing(text: String, iterations: u32) -> Result<Vec<f64>, JsValue> {
+    time_validation(text, iterations).await.map_err(|e| JsValue::from_str(&e))
+}
+
+#[leptos::lazy]
+fn time_validation(text: String, iterations: u32) -> Result<Vec<f64>, String> {
     let clock = web_sys::window().and_then(|w| w.performance()).ok_or("no performance clock")?;
-    let cfg = parse_auto(text).map_err(|p| JsValue::from_str(&format!("the config does not parse: {} problem(s)", p.len())))?;
+    let cfg = parse_auto(&text).map_err(|p| format!("the config does not parse: {} problem(s)", p.len()))?;
     let n = iterations.max(1);
     let start = clock.now();
     let mut problems = 0;
@@ -23,7 +31,7 @@ pub fn validate_timing(text: &str, iterations: u32) -> Result<Vec<f64>, JsValue>
     let validate_ms = (clock.now() - start) / f64::from(n);
     let start = clock.now();
     for _ in 0..n {
-        let parsed = black_box(parse_auto(black_box(text)));
+        let parsed = black_box(parse_auto(black_box(&text)));
         if let Ok(c) = parsed {
             black_box(validate(&c));
         }
