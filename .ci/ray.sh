@@ -5,7 +5,8 @@
 #   .ci/ray.sh start   - create the venv if needed, start the head if not running, print the
 #                        dashboard URL (the only line on stdout)
 #   .ci/ray.sh stop
-# Fake capacity for the tests: 4 CPUs, 2 GPUs, 2 `accel`, label pool=test.
+# Fake capacity for the tests: 4 CPUs, 2 GPUs, 2 `accel`, label pool=test. Workers take ports
+# 20002-29999, not Ray's default 10002-19999, which holds the test Slurm clusters' 16857-16878.
 set -euo pipefail
 RAY_VERSION=${RAY_VERSION:-2.60.0}
 RAY_VENV=${BERTH_RAY_VENV:-$HOME/.cache/berth-ray-venv}
@@ -41,6 +42,7 @@ start)
       --node-ip-address=127.0.0.1 --port="$GCS_PORT" \
       --dashboard-host=127.0.0.1 --dashboard-port="$DASH_PORT" \
       --num-cpus=4 --num-gpus=2 --resources='{"accel":2}' --labels='pool=test' \
+      --min-worker-port=20002 --max-worker-port=29999 \
       --temp-dir="$RAY_TMP" --disable-usage-stats) >&2
   fi
   # Ready once the Jobs API has run a no-op job to the end (the first one is slow).
