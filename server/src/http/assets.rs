@@ -47,17 +47,21 @@ pub struct Site {
 impl Site {
     /// The files compiled into the binary.
     pub fn embedded() -> Self {
-        let read = |name: &str| Embedded::get(name).map(|f| String::from_utf8_lossy(&f.data).into_owned());
-        let names = read("pkg/manifest.json").map(|j| FileNames::from_manifest(&j)).unwrap_or_default();
-        let split = read("pkg/split.json").and_then(|j| SplitLoads::from_json(&j)).map(Arc::new);
-        Site { dir: None, names: Arc::new(names), split }
+        Site::with_lists(None, |name| Embedded::get(name).map(|f| String::from_utf8_lossy(&f.data).into_owned()))
     }
 
     /// The files under `root` (its `pkg/` directory), as the site was when this is called.
     pub fn dir(root: PathBuf) -> Self {
-        let names = std::fs::read_to_string(root.join("pkg/manifest.json")).map(|j| FileNames::from_manifest(&j)).unwrap_or_default();
-        let split = std::fs::read_to_string(root.join("pkg/split.json")).ok().and_then(|j| SplitLoads::from_json(&j)).map(Arc::new);
-        Site { dir: Some(root), names: Arc::new(names), split }
+        let at = root.clone();
+        Site::with_lists(Some(root), move |name| std::fs::read_to_string(at.join(name)).ok())
+    }
+
+    /// The site at `dir`, with the build's lists of its files (`manifest.json`, `split.json`)
+    /// as `read` gives them.
+    fn with_lists(dir: Option<PathBuf>, read: impl Fn(&str) -> Option<String>) -> Self {
+        let names = read("pkg/manifest.json").map(|j| FileNames::from_manifest(&j)).unwrap_or_default();
+        let split = read("pkg/split.json").and_then(|j| SplitLoads::from_json(&j)).map(Arc::new);
+        Site { dir, names: Arc::new(names), split }
     }
 
     /// The names pages link the files by.
