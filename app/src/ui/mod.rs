@@ -143,18 +143,8 @@ macro_rules! page_groups {
                 )*
             )*
 
-            /// Loads the code of the group `path` belongs to (nothing for a path in none).
-            #[cfg(feature = "hydrate")]
-            pub async fn load_group_of(path: &str) {
-                $(
-                    if $group::covers(path) {
-                        return $group::__preload_show().await;
-                    }
-                )*
-            }
-
-            /// The group of `path`, by name.
-            #[cfg(test)]
+            /// The group `path` belongs to, by name: the first whose paths cover it.
+            #[cfg(any(feature = "hydrate", test))]
             pub fn group_of(path: &str) -> Option<&'static str> {
                 $(
                     if $group::covers(path) {
@@ -162,6 +152,17 @@ macro_rules! page_groups {
                     }
                 )*
                 None
+            }
+
+            /// Loads the code of the group `path` belongs to (nothing for a path in none).
+            #[cfg(feature = "hydrate")]
+            pub async fn load_group_of(path: &str) {
+                let group = group_of(path);
+                $(
+                    if group == Some(stringify!($group)) {
+                        return $group::__preload_show().await;
+                    }
+                )*
             }
         }
     };
