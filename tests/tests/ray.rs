@@ -449,6 +449,8 @@ async fn the_in_flight_cap_holds_jobs_back_from_ray() {
     // Unlimited quota and 4 Ray CPUs, but at most 1 run in flight on the cluster.
     let b = Berth::start(Backend::Sqlite, &["--no-local", "--ray", &format!("ray={}", ray_url()), "--ray-poll-ms", "200", "--ray-max-in-flight", "1"]).await;
     b.apply(&config("test", "", "never")).await;
+    // The second job must wait for the cap, not for CPUs an earlier test's jobs still hold.
+    wait_quiet(&b).await;
     let ids = vec![
         b.submit(json!({"entrypoint": "sleep 1", "resources": {"cpu": 1}})).await,
         b.submit(json!({"entrypoint": "sleep 1", "resources": {"cpu": 1}})).await,
@@ -510,13 +512,19 @@ async fn wait_node(b: &Berth, what: &str, timeout: Duration, pred: impl Fn(&Valu
     }
 }
 
+/// Waits for a quiet cluster: an earlier test's stopped jobs may still be ending, and the
+/// CPUs they hold would change why a job waits.
+async fn wait_quiet(b: &Berth) {
+    let cpu = |v: &Value| v["cpu"].as_f64().unwrap_or(0.0);
+    wait_node(b, "Ray reporting no CPU in use", SECS(60), |n| n["reported"]["used"].is_object() && cpu(&n["reported"]["used"]) == 0.0).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn ray_capacity_used_by_jobs_berth_did_not_submit_is_not_admitted_onto() {
     let _turn = CLUSTER.lock().await;
     let b = berth_on(&ray_url(), "", "never").await;
     let cpu = |v: &Value| v["cpu"].as_f64().unwrap_or(0.0);
-    // Start from a quiet cluster (an earlier test's stopped jobs may still be ending).
-    wait_node(&b, "Ray reporting no CPU in use", SECS(60), |n| n["reported"]["used"].is_object() && cpu(&n["reported"]["used"]) == 0.0).await;
+    wait_quiet(&b).await;
 
     // Another user takes 3 of the node's 4 CPUs, straight through Ray's API.
     let outside = OutsideJob::submit("sleep 300", 3).await;
