@@ -5,7 +5,7 @@
 import { EditorState } from '@codemirror/state';
 import { EditorView, keymap, lineNumbers, highlightActiveLine, highlightActiveLineGutter, drawSelection } from '@codemirror/view';
 import { defaultKeymap, history, historyKeymap, indentWithTab } from '@codemirror/commands';
-import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, syntaxTree } from '@codemirror/language';
+import { syntaxHighlighting, defaultHighlightStyle, indentOnInput, syntaxTree, ensureSyntaxTree } from '@codemirror/language';
 import { yaml } from '@codemirror/lang-yaml';
 import { setDiagnostics, lintGutter } from '@codemirror/lint';
 
@@ -37,7 +37,9 @@ function collection(node) {
  */
 function locate(state, path) {
   const steps = path.match(/[^.[\]]+|\[\d+\]/g) || [];
-  let node = syntaxTree(state).topNode;
+  // CodeMirror parses in the background: right after a whole new text, the tree may stop
+  // short of the path, and the mark would land on a parent. Parse to the end first.
+  let node = (ensureSyntaxTree(state, state.doc.length, 500) || syntaxTree(state)).topNode;
   let found = null;
   let value = collection(node);
   for (const step of steps) {
@@ -96,6 +98,8 @@ function attach(textarea, onChange) {
         keymap.of([...defaultKeymap, ...historyKeymap, indentWithTab]),
         EditorView.contentAttributes.of({ 'aria-label': textarea.getAttribute('aria-label') || 'Draft config (YAML or JSON)', 'aria-describedby': textarea.getAttribute('aria-describedby') || '' }),
         EditorView.updateListener.of((u) => {
+          // The tree grew (a background parse finished): find the problems' lines again.
+          if (problems.length && syntaxTree(u.startState) !== syntaxTree(u.state)) queueMicrotask(mark);
           if (!u.docChanged || quiet) return;
           textarea.value = u.state.doc.toString();
           onChange(textarea.value);
