@@ -35,7 +35,7 @@ run: deps-run build
 test: deps-test build
 	@start=$$(date +%s); \
 	export BERTH_PG_PORT=$${BERTH_PG_PORT:-55432} BERTH_PG_DATA=$${BERTH_PG_DATA:-/tmp/berth-pg/data}; \
-	export BERTH_TEST_PG_URL=$$(.ci/pg.sh start); \
+	BERTH_TEST_PG_URL=$$(.ci/pg.sh start) || exit 1; export BERTH_TEST_PG_URL; \
 	BERTH_TEST_RAY_URL=$$(.ci/ray.sh start) || exit 1; export BERTH_TEST_RAY_URL; \
 	BERTH_TEST_SLURM=$$(.ci/slurm.sh start) || exit 1; export BERTH_TEST_SLURM; \
 	trap '.ci/ray.sh stop; .ci/slurm.sh stop' EXIT; \
