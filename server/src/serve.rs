@@ -182,32 +182,6 @@ fn workdir_roots(args: &ServeArgs) -> Result<Vec<PathBuf>> {
     Ok(roots)
 }
 
-/// Where the runs on the Ray cluster at `ray_url` report their end: `--ray-callback-url`
-/// (`off`: nowhere); by default, for a cluster at a loopback address, whose processes are on
-/// this machine, this server's own loopback address (when it listens there and on a known
-/// port). A report that cannot reach it costs nothing: the status poll finds the end.
-fn callback_url(args: &ServeArgs, ray_url: &str) -> Option<String> {
-    use std::net::IpAddr;
-    match args.ray_callback_url.as_deref() {
-        Some("off") => return None,
-        Some(url) => return Some(url.to_string()),
-        None => {}
-    }
-    let ray = reqwest::Url::parse(ray_url).ok()?;
-    let host = ray.host_str()?.trim_start_matches('[').trim_end_matches(']');
-    let on_this_machine = host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
-    let (ip, port) = (args.addr.ip(), args.addr.port());
-    if !on_this_machine || port == 0 || !(ip.is_loopback() || ip.is_unspecified()) {
-        return None;
-    }
-    let here = match ip {
-        IpAddr::V4(v4) if v4.is_loopback() => v4.to_string(),
-        IpAddr::V4(_) => "127.0.0.1".to_string(),
-        IpAddr::V6(_) => "[::1]".to_string(),
-    };
-    Some(format!("http://{here}:{port}"))
-}
-
 /// The Ray clusters of `--ray NAME=URL`, with their tokens and limits.
 fn ray_configs(args: &ServeArgs) -> Result<Vec<RayConfig>> {
     let mut tokens = std::collections::BTreeMap::new();
@@ -218,7 +192,7 @@ fn ray_configs(args: &ServeArgs) -> Result<Vec<RayConfig>> {
     if args.ray_max_in_flight == 0 {
         bail!("--ray-max-in-flight: must be at least 1");
     }
-    if let Some(url) = args.ray_callback_url.as_deref().filter(|u| *u != "off") {
+    if let Some(url) = &args.ray_callback_url {
         let parsed = reqwest::Url::parse(url).map_err(|e| anyhow::anyhow!("--ray-callback-url: `{url}` is not a URL ({e})"))?;
         if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
             bail!("--ray-callback-url: `{url}` is not an http:// or https:// URL of this server");
@@ -240,7 +214,7 @@ fn ray_configs(args: &ServeArgs) -> Result<Vec<RayConfig>> {
         cfg.max_in_flight = args.ray_max_in_flight;
         cfg.poll_interval = std::time::Duration::from_millis(args.ray_poll_ms.max(50));
         cfg.nodes_interval = std::time::Duration::from_millis(args.ray_nodes_ms.max(500));
-        cfg.callback_url = callback_url(args, url.trim());
+        cfg.callback_url = args.ray_callback_url.clone();
         if !args.ray_keep_finished {
             cfg.keep_dir = Some(std::path::absolute(&args.data_dir).with_context(|| format!("--data-dir `{}`", args.data_dir.display()))?);
         }
@@ -309,43 +283,4 @@ async fn shutdown_signal() {
     };
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
     tracing::info!("shutting down");
-}
-
-#[cfg(test)]
-mod tests {
-    use clap::Parser;
-
-    use super::callback_url;
-    use crate::cli::{Cli, Command, ServeArgs};
-
-    fn serve(args: &[&str]) -> ServeArgs {
-        let cli = Cli::try_parse_from([&["berth", "serve"], args].concat()).expect("the flags parse");
-        match cli.command {
-            Command::Serve(args) => args,
-            _ => unreachable!("`berth serve` parses as serve"),
-        }
-    }
-
-    #[test]
-    fn a_ray_cluster_on_this_machine_reports_to_this_servers_loopback_address() {
-        let local = serve(&["--addr", "127.0.0.1:3000"]);
-        assert_eq!(callback_url(&local, "http://127.0.0.1:8265").as_deref(), Some("http://127.0.0.1:3000"));
-        assert_eq!(callback_url(&local, "http://localhost:8265").as_deref(), Some("http://127.0.0.1:3000"));
-        let everywhere = serve(&["--addr", "0.0.0.0:8080"]);
-        assert_eq!(callback_url(&everywhere, "http://127.0.0.1:8265").as_deref(), Some("http://127.0.0.1:8080"));
-        let v6 = serve(&["--addr", "[::1]:3000"]);
-        assert_eq!(callback_url(&v6, "http://[::1]:8265").as_deref(), Some("http://[::1]:3000"));
-    }
-
-    #[test]
-    fn elsewhere_only_as_told() {
-        let local = serve(&["--addr", "127.0.0.1:3000"]);
-        assert_eq!(callback_url(&local, "http://ray-head.internal:8265"), None, "a remote cluster cannot reach loopback");
-        assert_eq!(callback_url(&serve(&["--addr", "10.0.0.5:3000"]), "http://127.0.0.1:8265"), None, "not listening on loopback");
-        assert_eq!(callback_url(&serve(&["--addr", "127.0.0.1:0"]), "http://127.0.0.1:8265"), None, "port not known yet");
-        let off = serve(&["--addr", "127.0.0.1:3000", "--ray-callback-url", "off"]);
-        assert_eq!(callback_url(&off, "http://127.0.0.1:8265"), None);
-        let told = serve(&["--addr", "127.0.0.1:3000", "--ray-callback-url", "http://berth.internal:3000"]);
-        assert_eq!(callback_url(&told, "http://ray-head.internal:8265").as_deref(), Some("http://berth.internal:3000"));
-    }
 }

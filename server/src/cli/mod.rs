@@ -246,9 +246,7 @@ pub struct ServeArgs {
     /// Each run then reports its exit there the moment its command ends (with `curl`, or
     /// Python when the node has no curl), so Berth records the end and starts the next job
     /// without waiting for its status poll. Ray shows such a run's entrypoint wrapped in a
-    /// few lines that send the report. By default a cluster at a loopback address (on this
-    /// machine) reports to this server's loopback address; `off` turns reports off, and
-    /// ends are then found by polling.
+    /// few lines that send the report. Without it, ends are found by polling.
     #[arg(long, env = "BERTH_RAY_CALLBACK_URL", value_name = "URL")]
     pub ray_callback_url: Option<String>,
     /// A Slurm cluster as a backend, `NAME=SLURM_CONF` (repeatable), e.g.
