@@ -5,11 +5,11 @@
 //!
 //! * **direct**: the client keeps as many jobs in flight as Berth does here (1-CPU jobs on the
 //!   node's CPUs) and polls each every 100 ms, submitting the next as one ends;
-//! * **berth+poll**: the client submits every job to Berth at once (Berth holds them in its
-//!   queue, quota = the node's CPUs, and keeps that many on Ray) and polls the list every
-//!   100 ms; Berth runs with `--ray-callback-url off`, so it finds ends by its status poll;
-//! * **berth+report**: the same through a Berth whose runs report their own end
-//!   (`--ray-callback-url`, the default for a cluster on this machine).
+//! * **berth**: the client submits every job to Berth at once (Berth holds them in its queue,
+//!   quota = the node's CPUs, and keeps that many on Ray) and polls the list every 100 ms;
+//!   Berth as it starts by default, finding ends by its status poll;
+//! * **berth+report**: the same through a Berth with `--ray-callback-url`, whose runs report
+//!   their own end.
 //!
 //! The three take turns in two rounds of `n/2` jobs each (the order reverses), each round
 //! starting once Ray's report shows the cluster idle; times are sums over the rounds, from
@@ -229,13 +229,15 @@ pub async fn run(url: &str) {
     let slots = (cpus as usize).clamp(1, BERTH_CAP);
     // The head as it is (not restarted: other suites may share it); each round waits for it
     // to be idle.
-    // Two servers: Berth finding ends by its status poll (`--ray-callback-url off`) and with
-    // runs that report their end (the default here, the head being on this machine).
+    // Two servers: Berth as it starts by default (ends found by its status poll) and with
+    // `--ray-callback-url` (runs report their end).
     let tap = Tap::start(url).await;
     let start = |name: &'static str, report: bool| {
         let mut args = berth_args(&tap.url);
         args.push("--ray-keep-finished".into()); // so Ray's records of Berth's runs stay readable
-        args.extend(["--ray-callback-url".into(), if report { "{url}" } else { "off" }.into()]);
+        if report {
+            args.extend(["--ray-callback-url".into(), "{url}".into()]);
+        }
         async move {
             let server = Server::start(name, &args.iter().map(String::as_str).collect::<Vec<_>>()).await;
             server.apply(&one_queue(cpus as u32)).await;
@@ -271,7 +273,7 @@ pub async fn run(url: &str) {
         "runner", "time", "succeeded", "submit p50", "submit p99", "Ray's part p50", "Ray's part p99"
     );
     println!("{}", "-".repeat(114));
-    let names = ["direct", "berth+poll", "berth+report"];
+    let names = ["direct", "berth", "berth+report"];
     for (name, rs) in names.iter().zip(&rounds) {
         let (submit, ray) = (all(rs, |r| r.submit_ms.clone()), all(rs, |r| r.ray_submit_ms.clone()));
         println!(
@@ -288,7 +290,7 @@ pub async fn run(url: &str) {
     let met = |yes: bool| if yes { "met" } else { "NOT met" };
     println!("time: sum of 2 rounds taking turns, first submission to last end (Ray's end_time direct, Berth's finished_at through Berth)");
     println!("submit: the client's submit call (through Berth: Berth's answer); Ray's part: Ray's handling of each job submission it received, from the client direct, from Berth through Berth");
-    println!("berth+poll: `--ray-callback-url off`, Berth finds each end by its status poll; berth+report: each run reports its end to Berth (the default for a cluster on this machine; see docs/operations.md)");
+    println!("berth: ends found by Berth's status poll (the default); berth+report: `--ray-callback-url`, each run reports its end to Berth (see docs/operations.md)");
     for (name, rs) in names.iter().zip(&rounds).skip(1) {
         let ratio = sum(rs, |r| r.wall) / sum(&rounds[0], |r| r.wall);
         // A report can reach Berth before Ray records the end: such a job adds nothing.
