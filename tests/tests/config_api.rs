@@ -383,24 +383,17 @@ async fn creator_is_anonymous_without_credentials(backend: Backend) {
 /// one runtime.
 async fn dashboard_renders_the_active_config(backend: Backend) {
     let b = Berth::start(backend, &[]).await;
-    let get = |path: &'static str| {
-        let req = b.http.get(format!("{}{path}", b.url)).header("accept", "text/html");
-        async move {
-            let r = req.send().await.unwrap();
-            (r.status().as_u16(), r.text().await.unwrap())
-        }
-    };
     let r = b.http.post(format!("{}/api/v1/scheduler/config?message=seed", b.url)).header("content-type", "application/yaml").body(SEED).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap_or_default());
-    let (status, html) = get("/config/versions").await;
+    let (status, html) = b.get_text("/config/versions").await;
     assert_eq!(status, 200);
     assert!(html.contains("v2") && html.contains("seed"), "server-rendered history lists v2");
-    let (status, html) = get("/config").await;
+    let (status, html) = b.get_text("/config").await;
     assert_eq!(status, 200);
     assert!(html.contains("version 2"));
     assert!(html.contains("research"));
     // The overview is server-rendered with the applied config's queues.
-    let (status, html) = get("/").await;
+    let (status, html) = b.get_text("/").await;
     assert_eq!(status, 200);
     assert!(html.contains(r#"data-queue="research""#), "the overview lists the seed's queues");
 }
