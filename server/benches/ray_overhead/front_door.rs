@@ -217,6 +217,12 @@ fn round_of(got: &Value) -> Round {
     }
 }
 
+/// Each job's latency before the run plus its `completion` (Ray's end to Berth's). A report
+/// can reach Berth before Ray records the end: such a job adds nothing there.
+fn plus_end(before: &[f64], completion: &[f64]) -> Vec<f64> {
+    before.iter().zip(completion).map(|(b, c)| b + c.max(0.0)).collect()
+}
+
 fn sorted(mut xs: Vec<f64>) -> Vec<f64> {
     xs.sort_by(f64::total_cmp);
     xs
@@ -293,10 +299,9 @@ pub async fn run(url: &str) {
     println!("berth: ends found by Berth's status poll (the default); berth+report: `--ray-callback-url`, each run reports its end to Berth (see docs/operations.md)");
     for (name, rs) in names.iter().zip(&rounds).skip(1) {
         let ratio = sum(rs, |r| r.wall) / sum(&rounds[0], |r| r.wall);
-        // A report can reach Berth before Ray records the end: such a job adds nothing.
-        let added = all(rs, |r| r.handoff_ms.iter().zip(&r.completion_ms).map(|(h, c)| h + c.max(0.0)).collect());
+        let added = all(rs, |r| plus_end(&r.handoff_ms, &r.completion_ms));
         let (p50, p99) = (percentile(&added, 0.5), percentile(&added, 0.99));
-        let with_ray = all(rs, |r| r.dispatch_ms.iter().zip(&r.completion_ms).map(|(d, c)| d + c.max(0.0)).collect());
+        let with_ray = all(rs, |r| plus_end(&r.dispatch_ms, &r.completion_ms));
         let (handoff, dispatch, completion) =
             (all(rs, |r| r.handoff_ms.clone()), all(rs, |r| r.dispatch_ms.clone()), all(rs, |r| r.completion_ms.clone()));
         println!("{name}: time ratio to direct {ratio:.2}x (target <= 1.1x: {})", met(ratio <= 1.1));
