@@ -10,14 +10,14 @@ bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
 as_pg() { if [ "$(id -u)" -eq 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
 case "${1:-start}" in
 start)
-  # -t 300: after an unclean stop (the machine went down) PostgreSQL first replays its
-  # log, which can take longer than pg_ctl's default minute on a busy machine.
   if ! "$bin/pg_isready" -q -h 127.0.0.1 -p "$PGPORT"; then
     mkdir -p "$(dirname "$PGDATA")"
     [ "$(id -u)" -eq 0 ] && chown postgres "$(dirname "$PGDATA")"
     if [ ! -f "$PGDATA/PG_VERSION" ]; then
       as_pg "$bin/initdb -D $PGDATA -A trust -U postgres --no-sync >/dev/null"
     fi
+    # -t 300: after an unclean stop (the machine went down) PostgreSQL first replays its
+    # log, which can take longer than pg_ctl's default minute on a busy machine.
     as_pg "$bin/pg_ctl -D $PGDATA -l $PGDATA/../server.log -w -t 300 -o '-p $PGPORT -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200' start >/dev/null"
   fi
   echo "postgres://postgres@127.0.0.1:$PGPORT/postgres" ;;
