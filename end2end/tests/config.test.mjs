@@ -66,6 +66,9 @@ test('the draft is validated live in the browser, without a request', async () =
     await draft.fill(broken);
     await page.waitForSelector('text=scheduling_rules[1].resource_queue');
     assert.match(await summary.textContent(), /1 error/);
+    // Lines longer than a phone is wide scroll inside the editor; the page does not.
+    const [scrollWidth, width] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    assert.ok(scrollWidth <= width, `the page is ${scrollWidth} px wide in a ${width} px window`);
     await screenshot(page, 'draft-error');
 
     await draft.fill(GPU_CONFIG);
