@@ -1,27 +1,39 @@
 //! A timing hook for the browser tests: how long the wasm validator takes on a config, so
-//! the cost of live validation is measured where it runs (`berthValidateTiming` in the
-//! page's wasm module).
+//! the cost of live validation is measured where it runs. The config page puts it on the
+//! window as `berthValidateTiming(text, iterations)`, so it is code of that page (its wasm
+//! chunk), with the page's own parser and validator.
 
 use std::hint::black_box;
 
 use wasm_bindgen::prelude::*;
 
-use crate::config::{parse_auto, validate};
+use super::editor::read_text;
+use crate::config::validate;
 
-/// Mean milliseconds of `[validate, parse + validate]` over `iterations` runs on `text`,
-/// then the number of problems found.
-///
-/// Exported functions stay in the wasm's shell; the work is a lazy function, so the
-/// validator's code stays in the chunks of the pages that use it (the config pages).
-#[wasm_bindgen(js_name = berthValidateTiming)]
-pub async fn validate_timing(text: String, iterations: u32) -> Result<Vec<f64>, JsValue> {
-    time_validation(text, iterations).await.map_err(|e| JsValue::from_str(&e))
+/// Whether this wasm is an optimized build (timings of a debug build say little).
+#[wasm_bindgen(js_name = berthOptimized)]
+pub fn optimized() -> bool {
+    !cfg!(debug_assertions)
 }
 
-#[leptos::lazy]
-fn time_validation(text: String, iterations: u32) -> Result<Vec<f64>, String> {
+/// Sets `window.berthValidateTiming`: a promise of [`time_validation`]'s figures.
+pub fn install() {
+    let hook = Closure::<dyn Fn(String, u32) -> js_sys::Promise>::new(|text: String, iterations: u32| {
+        wasm_bindgen_futures::future_to_promise(async move {
+            let figures = time_validation(text, iterations).await.map_err(|e| JsValue::from_str(&e))?;
+            Ok(js_sys::Float64Array::from(figures.as_slice()).into())
+        })
+    });
+    let _ = js_sys::Reflect::set(&web_sys::window().expect("a window").into(), &"berthValidateTiming".into(), hook.as_ref());
+    hook.forget();
+}
+
+/// Mean milliseconds of `[validate, parse + validate]` over `iterations` runs on `text`,
+/// then the number of problems found. Parsing goes through the editor's own (lazily loaded)
+/// reader, as typing in the YAML tab does.
+async fn time_validation(text: String, iterations: u32) -> Result<Vec<f64>, String> {
     let clock = web_sys::window().and_then(|w| w.performance()).ok_or("no performance clock")?;
-    let cfg = parse_auto(&text).map_err(|p| format!("the config does not parse: {} problem(s)", p.len()))?;
+    let cfg = read_text(text.clone()).await.map_err(|p| format!("the config does not parse: {} problem(s)", p.len()))?;
     let n = iterations.max(1);
     let start = clock.now();
     let mut problems = 0;
@@ -31,17 +43,11 @@ fn time_validation(text: String, iterations: u32) -> Result<Vec<f64>, String> {
     let validate_ms = (clock.now() - start) / f64::from(n);
     let start = clock.now();
     for _ in 0..n {
-        let parsed = black_box(parse_auto(black_box(&text)));
+        let parsed = black_box(read_text(black_box(text.clone())).await);
         if let Ok(c) = parsed {
             black_box(validate(&c));
         }
     }
     let both_ms = (clock.now() - start) / f64::from(n);
     Ok(vec![validate_ms, both_ms, problems as f64])
-}
-
-/// Whether this wasm is an optimized build (timings of a debug build say little).
-#[wasm_bindgen(js_name = berthOptimized)]
-pub fn optimized() -> bool {
-    !cfg!(debug_assertions)
 }

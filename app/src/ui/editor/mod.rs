@@ -26,7 +26,7 @@ use self::storage::SavedDraft;
 use super::server_fns::{capacity_warnings, get_config};
 use super::widgets::{ErrorBox, Loading, LocalTime};
 use crate::api::ConfigVersion;
-use crate::config::{parse_auto, to_canonical_yaml, Problem, Severity};
+use crate::config::{parse_auto, to_canonical_yaml, Problem, SchedulerConfig, Severity};
 
 /// Which view of the draft is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +54,8 @@ pub struct Editor {
     pub restored: RwSignal<Option<chrono::DateTime<chrono::Utc>>>,
     /// Whether the draft differs from the active version.
     pub dirty: Memo<bool>,
+    /// Counts the texts sent to the parser, so that only the latest one's result is kept.
+    parses: StoredValue<u64>,
 }
 
 impl Editor {
@@ -76,6 +78,7 @@ impl Editor {
             conflict: RwSignal::new(None),
             applied: RwSignal::new(None),
             restored: RwSignal::new(None),
+            parses: StoredValue::new(0),
         }
     }
 
@@ -92,16 +95,31 @@ impl Editor {
         }
     }
 
-    /// New YAML text: the draft follows whenever it parses.
+    /// New YAML text: the draft follows whenever it parses (as soon as the parser's code is
+    /// there: see [`read_text`]).
     pub fn set_yaml(&self, text: String) {
-        match parse_auto(&text) {
-            Ok(cfg) => {
-                self.draft.config.set(cfg);
-                self.yaml_problems.set(Vec::new());
+        self.yaml_text.set(text.clone());
+        leptos::task::spawn_local(self.read_yaml(text));
+    }
+
+    /// Parses `text` into the draft, or its problems into `yaml_problems`; a result that a
+    /// newer text overtook is dropped.
+    fn read_yaml(self, text: String) -> impl std::future::Future<Output = ()> + 'static {
+        self.parses.update_value(|n| *n += 1);
+        let ticket = self.parses.get_value();
+        async move {
+            let parsed = read_text(text).await;
+            if self.parses.try_get_value() != Some(ticket) {
+                return;
             }
-            Err(problems) => self.yaml_problems.set(problems),
+            match parsed {
+                Ok(cfg) => {
+                    self.draft.config.set(cfg);
+                    self.yaml_problems.set(Vec::new());
+                }
+                Err(problems) => self.yaml_problems.set(problems),
+            }
         }
-        self.yaml_text.set(text);
     }
 
     /// Starts over from `v`: the draft, its base and the active version all become `v`.
@@ -200,16 +218,28 @@ impl Editor {
     fn restore(&self) {
         let Some(saved) = storage::load_draft() else { return };
         let active = self.active.get_untracked().version;
-        self.set_yaml(saved.text);
-        if !self.yaml_problems.with_untracked(Vec::is_empty) {
-            self.tab.set(Tab::Yaml);
-        }
+        self.yaml_text.set(saved.text.clone());
         self.draft.base.set(saved.base);
         self.restored.set(Some(saved.saved_at));
         if saved.base != active {
             self.conflict.set(Some((saved.base, active)));
         }
+        let (ed, read) = (*self, self.read_yaml(saved.text));
+        leptos::task::spawn_local(async move {
+            read.await;
+            if !ed.yaml_problems.with_untracked(Vec::is_empty) {
+                ed.tab.set(Tab::Yaml);
+            }
+        });
     }
+}
+
+/// YAML (or JSON) text to a config, as the server reads it. The parser is the largest part
+/// of the editor's code and only the YAML tab, an upload and a restored draft need it, so it
+/// is a wasm chunk of its own: fetched the first time, with the YAML tab's code editor.
+#[leptos::lazy]
+pub fn read_text(text: String) -> Result<SchedulerConfig, Vec<Problem>> {
+    parse_auto(&text)
 }
 
 /// `/` and `/config`.
@@ -233,6 +263,8 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
     provide_context(ed.draft);
     ed.persist();
     ed.check_capacity();
+    #[cfg(feature = "hydrate")]
+    crate::ui::bench::install();
     let discard = move |_| {
         ed.reset_to(ed.active.get_untracked());
         ed.applied.set(None);
