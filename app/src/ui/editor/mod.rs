@@ -124,6 +124,8 @@ impl Editor {
 
     /// Starts over from `v`: the draft, its base and the active version all become `v`.
     pub fn reset_to(&self, v: ConfigVersion) {
+        // A text still being read must not land on top of the reset.
+        self.parses.update_value(|n| *n += 1);
         self.yaml_text.set(to_canonical_yaml(&v.config));
         self.yaml_problems.set(Vec::new());
         self.draft.config.set(v.config.clone());
@@ -217,16 +219,18 @@ impl Editor {
 
     fn restore(&self) {
         let Some(saved) = storage::load_draft() else { return };
-        let active = self.active.get_untracked().version;
-        self.yaml_text.set(saved.text.clone());
-        self.draft.base.set(saved.base);
-        self.restored.set(Some(saved.saved_at));
-        if saved.base != active {
-            self.conflict.set(Some((saved.base, active)));
-        }
-        let (ed, read) = (*self, self.read_yaml(saved.text));
+        let (ed, read) = (*self, self.read_yaml(saved.text.clone()));
+        // The rest changes once the text is read: a save before that (the draft then still
+        // equal to the active version) would forget the stored draft.
         leptos::task::spawn_local(async move {
             read.await;
+            let active = ed.active.get_untracked().version;
+            ed.yaml_text.set(saved.text);
+            ed.draft.base.set(saved.base);
+            ed.restored.set(Some(saved.saved_at));
+            if saved.base != active {
+                ed.conflict.set(Some((saved.base, active)));
+            }
             if !ed.yaml_problems.with_untracked(Vec::is_empty) {
                 ed.tab.set(Tab::Yaml);
             }
