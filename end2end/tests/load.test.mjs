@@ -89,13 +89,14 @@ test('cold first visit and warm navigation, throttled to 50 Mbit/s and 40 ms', a
       assert.ok(!page.responses.some((r) => r.path.includes('echarts')), 'no ECharts on a page without charts');
     }
 
-    // The config editor, cold too; its YAML reader comes only with the YAML tab.
+    // The config editor, cold too; its on-demand code (the YAML reader, the review) comes only
+    // when used, here with the YAML tab.
     const seen = page.responses.length;
     await page.goto(server.url + '/config');
     figures.cold_config.push(await hydratedAt(page));
     if (run === 0) {
-      const reader = () => page.responses.slice(seen).some((r) => /\/split_read_text_\d+\.wasm$/.test(r.path));
-      assert.ok(!reader(), 'the first visit of /config does not fetch the YAML reader');
+      const reader = () => page.responses.slice(seen).some((r) => /\/split_editor_on_demand_\d+\.wasm$/.test(r.path));
+      assert.ok(!reader(), 'the first visit of /config does not fetch the editor\'s on-demand code');
       await page.getByRole('tab', { name: 'YAML' }).click();
       await page.waitForFunction(() => document.querySelector('#panel-yaml .cm-content'), null, { timeout: 20_000 });
       await eventually(reader, { what: 'the YAML tab to fetch the YAML reader' });

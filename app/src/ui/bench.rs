@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use wasm_bindgen::prelude::*;
 
-use super::editor::read_text;
+use super::editor::on_demand::parts;
 use crate::config::validate;
 
 /// Whether this wasm is an optimized build (timings of a debug build say little).
@@ -29,11 +29,12 @@ pub fn install() {
 }
 
 /// Mean milliseconds of `[validate, parse + validate]` over `iterations` runs on `text`,
-/// then the number of problems found. Parsing goes through the editor's own (lazily loaded)
-/// reader, as typing in the YAML tab does.
+/// then the number of problems found. Parsing is the editor's own reader, from its on-demand
+/// chunk, as in the YAML tab.
 async fn time_validation(text: String, iterations: u32) -> Result<Vec<f64>, String> {
     let clock = web_sys::window().and_then(|w| w.performance()).ok_or("no performance clock")?;
-    let cfg = read_text(text.clone()).await.map_err(|p| format!("the config does not parse: {} problem(s)", p.len()))?;
+    let read = parts().await.read_text;
+    let cfg = read(&text).map_err(|p| format!("the config does not parse: {} problem(s)", p.len()))?;
     let n = iterations.max(1);
     let start = clock.now();
     let mut problems = 0;
@@ -43,7 +44,7 @@ async fn time_validation(text: String, iterations: u32) -> Result<Vec<f64>, Stri
     let validate_ms = (clock.now() - start) / f64::from(n);
     let start = clock.now();
     for _ in 0..n {
-        let parsed = black_box(read_text(black_box(text.clone())).await);
+        let parsed = black_box(read(black_box(&text)));
         if let Ok(c) = parsed {
             black_box(validate(&c));
         }

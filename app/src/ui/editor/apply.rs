@@ -5,10 +5,11 @@
 use leptos::prelude::*;
 
 use super::fields::focus_later;
+use super::on_demand::parts;
 use super::preview::PreviewPanel;
 use super::storage;
 use super::Editor;
-use crate::config::diff::diff_labeled;
+use crate::config::diff::{diff_labeled, ConfigDiff};
 use crate::config::to_canonical_yaml;
 use crate::ui::diff_view::DiffView;
 use crate::ui::server_fns::{apply_draft, get_config, get_diff, ApplyInput, ApplyOutcome};
@@ -91,9 +92,10 @@ pub fn ConflictBanner() -> impl IntoView {
                     <div class="conflict-diff" data-testid="conflict-diff">
                         <Suspense fallback=Loading>
                             {move || changes.get().map(|r| match r {
-                                Ok(Some((diff, old, new))) => view! {
-                                    <DiffView diff old_yaml=old new_yaml=new old_label=format!("version {base} (your base)") new_label=format!("version {active} (active)")/>
-                                }.into_any(),
+                                Ok(Some((diff, old, new))) => {
+                                    let labels = (format!("version {base} (your base)"), format!("version {active} (active)"));
+                                    Suspend::new(async move { (parts().await.changes)(diff, old, new, labels.0, labels.1) }).into_any()
+                                }
                                 Ok(None) => ().into_any(),
                                 Err(e) => view! { <ErrorBox message=e.to_string()/> }.into_any(),
                             })}
@@ -159,16 +161,6 @@ pub fn ReviewDialog() -> impl IntoView {
             }
         });
     };
-    let review = move || {
-        let active = ed.active.get();
-        let draft = ed.draft.config.get();
-        let label = format!("version {} (active)", active.version);
-        let diff = diff_labeled(&active.config, &draft, &label, "draft");
-        view! {
-            <DiffView diff old_yaml=to_canonical_yaml(&active.config) new_yaml=to_canonical_yaml(&draft)
-                old_label=label new_label="your draft".to_string()/>
-        }
-    };
     view! {
         <Show when=move || ed.reviewing.get()>
             <div class="modal-backdrop" on:click=move |_| close()></div>
@@ -180,8 +172,9 @@ pub fn ReviewDialog() -> impl IntoView {
                 </header>
                 <div class="modal-body">
                     <p class="hint">{move || format!("What changes against the active version {}:", ed.active.with(|a| a.version))}</p>
-                    {review}
-                    <PreviewPanel/>
+                    <Suspense fallback=Loading>
+                        {Suspend::new(async { (parts().await.review)() })}
+                    </Suspense>
                     <div class="field wide">
                         <label for="apply-message">"Message (why this change)"</label>
                         <textarea id="apply-message" rows="2" placeholder="e.g. give research 8 more GPUs"
@@ -204,4 +197,26 @@ pub fn ReviewDialog() -> impl IntoView {
             </div>
         </Show>
     }
+}
+
+/// The review's body: what the draft changes against the active version, then the what-if
+/// preview. Code of the editor's on-demand chunk ([`super::on_demand`]).
+pub fn review_body() -> AnyView {
+    let ed = expect_context::<Editor>();
+    let changes = move || {
+        let active = ed.active.get();
+        let draft = ed.draft.config.get();
+        let label = format!("version {} (active)", active.version);
+        let diff = diff_labeled(&active.config, &draft, &label, "draft");
+        view! {
+            <DiffView diff old_yaml=to_canonical_yaml(&active.config) new_yaml=to_canonical_yaml(&draft)
+                old_label=label new_label="your draft".to_string()/>
+        }
+    };
+    view! { {changes} <PreviewPanel/> }.into_any()
+}
+
+/// A diff of two configs as a [`DiffView`]; code of the editor's on-demand chunk.
+pub fn changes_view(diff: ConfigDiff, old_yaml: String, new_yaml: String, old_label: String, new_label: String) -> AnyView {
+    view! { <DiffView diff old_yaml new_yaml old_label new_label/> }.into_any()
 }

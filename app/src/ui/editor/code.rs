@@ -78,8 +78,8 @@ mod browser {
     /// Replaces the textarea with the code editor once its script has loaded, and keeps the
     /// two in step with the draft.
     pub fn enhance(ed: Editor, area: NodeRef<Textarea>) {
-        // The YAML parser's code is a chunk of its own: fetched now, beside the editor's script.
-        leptos::task::spawn_local(super::super::__preload_read_text());
+        // The YAML reader is in the editor's on-demand chunk: fetched now, beside the script.
+        super::super::on_demand::preload();
         let attached = StoredValue::new_local(None::<Attached>);
         let ready = RwSignal::new(false);
         Effect::new(move |_| {

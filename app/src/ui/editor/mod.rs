@@ -9,6 +9,7 @@ mod code;
 mod draft;
 mod fields;
 mod flavors;
+pub mod on_demand;
 mod preview;
 mod queues;
 mod rules;
@@ -26,7 +27,7 @@ use self::storage::SavedDraft;
 use super::server_fns::{capacity_warnings, get_config};
 use super::widgets::{ErrorBox, Loading, LocalTime};
 use crate::api::ConfigVersion;
-use crate::config::{parse_auto, to_canonical_yaml, Problem, SchedulerConfig, Severity};
+use crate::config::{to_canonical_yaml, Problem, Severity};
 
 /// Which view of the draft is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +57,8 @@ pub struct Editor {
     pub dirty: Memo<bool>,
     /// Counts the texts sent to the parser, so that only the latest one's result is kept.
     parses: StoredValue<u64>,
+    /// Whether the latest text is still being read (the form would show the draft before it).
+    pub reading: RwSignal<bool>,
 }
 
 impl Editor {
@@ -79,6 +82,7 @@ impl Editor {
             applied: RwSignal::new(None),
             restored: RwSignal::new(None),
             parses: StoredValue::new(0),
+            reading: RwSignal::new(false),
         }
     }
 
@@ -96,7 +100,7 @@ impl Editor {
     }
 
     /// New YAML text: the draft follows whenever it parses (as soon as the parser's code is
-    /// there: see [`read_text`]).
+    /// there: see [`on_demand`]).
     pub fn set_yaml(&self, text: String) {
         self.yaml_text.set(text.clone());
         leptos::task::spawn_local(self.read_yaml(text));
@@ -107,11 +111,13 @@ impl Editor {
     fn read_yaml(self, text: String) -> impl std::future::Future<Output = ()> + 'static {
         self.parses.update_value(|n| *n += 1);
         let ticket = self.parses.get_value();
+        self.reading.set(true);
         async move {
-            let parsed = read_text(text).await;
+            let parsed = (on_demand::parts().await.read_text)(&text);
             if self.parses.try_get_value() != Some(ticket) {
                 return;
             }
+            self.reading.set(false);
             match parsed {
                 Ok(cfg) => {
                     self.draft.config.set(cfg);
@@ -126,6 +132,7 @@ impl Editor {
     pub fn reset_to(&self, v: ConfigVersion) {
         // A text still being read must not land on top of the reset.
         self.parses.update_value(|n| *n += 1);
+        self.reading.set(false);
         self.yaml_text.set(to_canonical_yaml(&v.config));
         self.yaml_problems.set(Vec::new());
         self.draft.config.set(v.config.clone());
@@ -238,13 +245,6 @@ impl Editor {
     }
 }
 
-/// YAML (or JSON) text to a config, as the server reads it. The parser is the largest part
-/// of the editor's code and only the YAML tab, an upload and a restored draft need it, so it
-/// is a wasm chunk of its own: fetched the first time, with the YAML tab's code editor.
-#[leptos::lazy]
-pub fn read_text(text: String) -> Result<SchedulerConfig, Vec<Problem>> {
-    parse_auto(&text)
-}
 
 /// `/` and `/config`.
 #[component]
@@ -268,7 +268,17 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
     ed.persist();
     ed.check_capacity();
     #[cfg(feature = "hydrate")]
-    crate::ui::bench::install();
+    {
+        crate::ui::bench::install();
+        // Once the user edits, the review is likely: its code comes ahead of the click.
+        Effect::new(move |fetched: Option<bool>| {
+            if fetched == Some(true) || !ed.dirty() {
+                return fetched.unwrap_or(false);
+            }
+            on_demand::preload();
+            true
+        });
+    }
     let discard = move |_| {
         ed.reset_to(ed.active.get_untracked());
         ed.applied.set(None);
@@ -311,8 +321,12 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
             <div class="tabs" role="tablist" aria-label="Edit as">
                 <button type="button" role="tab" id="tab-form" aria-controls="panel-form"
                     aria-selected=move || (ed.tab.get() == Tab::Form).to_string()
-                    disabled=move || ed.yaml_problems.with(|p| !p.is_empty())
-                    title=move || if ed.yaml_problems.with(|p| !p.is_empty()) { "Fix the YAML first: the form shows a config, not text" } else { "" }
+                    disabled=move || ed.reading.get() || ed.yaml_problems.with(|p| !p.is_empty())
+                    title=move || match (ed.reading.get(), ed.yaml_problems.with(|p| !p.is_empty())) {
+                        (true, _) => "Reading the YAML…",
+                        (false, true) => "Fix the YAML first: the form shows a config, not text",
+                        (false, false) => "",
+                    }
                     on:click=move |_| ed.show(Tab::Form)>"Form"</button>
                 <button type="button" role="tab" id="tab-yaml" aria-controls="panel-yaml"
                     aria-selected=move || (ed.tab.get() == Tab::Yaml).to_string()
@@ -324,7 +338,7 @@ fn EditorView(v: ConfigVersion) -> impl IntoView {
                     <button type="button" class="small" data-testid="discard" on:click=discard>"Discard draft"</button>
                 </Show>
                 <button type="button" class="button primary" id="review-apply-button" data-testid="review-apply"
-                    disabled=move || { !may_apply() || ed.blocking() > 0 || !ed.dirty() || ed.conflict.with(Option::is_some) }
+                    disabled=move || { !may_apply() || ed.reading.get() || ed.blocking() > 0 || !ed.dirty() || ed.conflict.with(Option::is_some) }
                     title=move || review_hint(ed)
                     on:click=move |_| ed.reviewing.set(true)>"Review & apply"</button>
             </div>
