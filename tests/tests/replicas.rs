@@ -116,20 +116,25 @@ async fn submit_somewhere(urls: &[String], start: usize, body: &Value) -> String
     let mut i = start;
     loop {
         let url = &urls[i % urls.len()];
-        if let Ok(r) = http.post(format!("{url}/api/v1/jobs")).json(body).send().await {
-            let status = r.status().as_u16();
-            let answer: Value = r.json().await.unwrap_or(Value::Null);
-            if status == 201 {
-                return answer["id"].as_str().unwrap().to_string();
-            }
-            if status == 400 && answer.to_string().contains("already exists") {
-                if let Ok(r) = http.get(format!("{url}/api/v1/jobs/{sid}")).send().await {
-                    let found: Value = r.json().await.unwrap_or(Value::Null);
-                    if let Some(id) = found["id"].as_str() {
-                        return id.to_string();
+        // Each refusal is printed: the test's output shows it if the test fails.
+        match http.post(format!("{url}/api/v1/jobs")).json(body).send().await {
+            Ok(r) => {
+                let status = r.status().as_u16();
+                let answer: Value = r.json().await.unwrap_or(Value::Null);
+                if status == 201 {
+                    return answer["id"].as_str().unwrap().to_string();
+                }
+                if status == 400 && answer.to_string().contains("already exists") {
+                    if let Ok(r) = http.get(format!("{url}/api/v1/jobs/{sid}")).send().await {
+                        let found: Value = r.json().await.unwrap_or(Value::Null);
+                        if let Some(id) = found["id"].as_str() {
+                            return id.to_string();
+                        }
                     }
                 }
+                eprintln!("submitting {sid} to {url}: {status} {answer}");
             }
+            Err(e) => eprintln!("submitting {sid} to {url}: {e}"),
         }
         assert!(Instant::now() < deadline, "no replica stored {sid}");
         i += 1;
@@ -226,7 +231,12 @@ async fn a_burst_survives_two_leader_kills() {
     let mut waits = Vec::new();
     for kill in 1..=2 {
         let at_least = kill * 60;
-        wait_until("the burst to go on", SECS(60), async || if done.load(Ordering::Relaxed) >= at_least { Ok(()) } else { Err(format!("{} submitted", done.load(Ordering::Relaxed))) }).await;
+        let deadline = Instant::now() + SECS(60);
+        while done.load(Ordering::Relaxed) < at_least {
+            let seen = done.load(Ordering::Relaxed);
+            assert!(Instant::now() < deadline, "waited 60 s for the burst to go on: {seen} submitted; the replicas' logs end:\n{}", log_tails(&rs, 40));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let leader = wait_for_leader(&rs, None).await;
         let killed_at = SystemTime::now();
         rs[leader].kill9();
@@ -246,6 +256,18 @@ async fn a_burst_survives_two_leader_kills() {
     let names: Vec<&str> = seen.iter().map(|l| l.trim_end_matches(" (this replica)")).collect();
     assert!(names.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
     assert_eq!(seen.iter().filter(|l| l.ends_with("(this replica)")).count(), 1, "{seen:?}");
+}
+
+/// The last `lines` lines of each replica's log, for a failure message.
+fn log_tails(rs: &[Berth], lines: usize) -> String {
+    let mut out = String::new();
+    for (i, r) in rs.iter().enumerate() {
+        let log = r.log();
+        let tail: Vec<&str> = log.lines().rev().take(lines).collect();
+        out.push_str(&format!("--- r{i} ({})\n", r.url));
+        tail.iter().rev().for_each(|l| out.push_str(&format!("{l}\n")));
+    }
+    out
 }
 
 /// What each replica's `/readyz` says leads.
@@ -535,7 +557,12 @@ async fn a_burst_on_ray_survives_leader_kills_mid_start() {
     let mut alive = 0;
     for kill in 1..=2 {
         let at_least = kill * 60;
-        wait_until("the burst to go on", SECS(60), async || if done.load(Ordering::Relaxed) >= at_least { Ok(()) } else { Err(format!("{} submitted", done.load(Ordering::Relaxed))) }).await;
+        let deadline = Instant::now() + SECS(60);
+        while done.load(Ordering::Relaxed) < at_least {
+            let seen = done.load(Ordering::Relaxed);
+            assert!(Instant::now() < deadline, "waited 60 s for the burst to go on: {seen} submitted; the replicas' logs end:\n{}", log_tails(&rs, 40));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         let leader = wait_for_leader(&rs, None).await;
         let (under_way, killed_at) = kill_mid_start(&mut rs[leader], SECS(30)).await;
         mid_start.push(under_way);
