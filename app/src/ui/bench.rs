@@ -16,8 +16,14 @@ pub fn optimized() -> bool {
     !cfg!(debug_assertions)
 }
 
-/// Sets `window.berthValidateTiming`: a promise of [`time_validation`]'s figures.
+/// Sets `window.berthValidateTiming`: a promise of [`time_validation`]'s figures (once per
+/// page load, however often the config page is shown).
 pub fn install() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(set_hook);
+}
+
+fn set_hook() {
     let hook = Closure::<dyn Fn(String, u32) -> js_sys::Promise>::new(|text: String, iterations: u32| {
         wasm_bindgen_futures::future_to_promise(async move {
             let figures = time_validation(text, iterations).await.map_err(|e| JsValue::from_str(&e))?;
