@@ -2,7 +2,7 @@
 // live validation of the YAML tab running in the browser (wasm) with no request to the server.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, hydrated, screenshot, applyConfig, yamlEditor, SIZES, notCapacityCheck } from './harness.mjs';
+import { startServer, startBrowser, hydrated, screenshot, applyConfig, yamlEditor, typeYaml, SIZES, notCapacityCheck } from './harness.mjs';
 import { GPU_CONFIG } from './configs.mjs';
 
 let server, chrome;
@@ -80,9 +80,9 @@ test('the draft is validated live in the browser, without a request', async () =
 
     const before = page.requests.length;
     // The code editor (CodeMirror) that replaces the textarea once its script has loaded.
-    const draft = await yamlEditor(page);
+    await yamlEditor(page);
     const broken = GPU_CONFIG.replace('  - resource_queue: default\n', '  - resource_queue: vision\n');
-    await draft.fill(broken);
+    await typeYaml(page, broken);
     await problemShown(page, 'scheduling_rules[1].resource_queue');
     assert.match(await summary.textContent(), /1 error/);
     // Lines longer than a phone is wide scroll inside the editor; the page does not.
@@ -90,11 +90,11 @@ test('the draft is validated live in the browser, without a request', async () =
     assert.ok(scrollWidth <= width, `the page is ${scrollWidth} px wide in a ${width} px window`);
     await screenshot(page, 'draft-error');
 
-    await draft.fill(GPU_CONFIG);
+    await typeYaml(page, GPU_CONFIG);
     await page.waitForFunction(() => !document.body.textContent.includes('scheduling_rules[1].resource_queue'));
     assert.doesNotMatch(await summary.textContent(), /[1-9]\d* errors?/);
 
-    await draft.fill('resource_queues: [oops');
+    await typeYaml(page, 'resource_queues: [oops');
     await page.locator('.problem.error', { hasText: /line \d+, column \d+/ }).first().waitFor();
     // (The YAML tab loads its code editor, a static file, once: not a validation request.)
     const made = page.requests.slice(before).filter((r) => !r.startsWith('/pkg/')).filter(notCapacityCheck);

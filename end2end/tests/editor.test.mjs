@@ -3,7 +3,7 @@
 // own server (fresh database: version 1 is the initial config) and browser context.
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getVersion, yamlEditor, SIZES, notCapacityCheck } from './harness.mjs';
+import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getVersion, typeYaml, SIZES, notCapacityCheck } from './harness.mjs';
 import { GPU_CONFIG } from './configs.mjs';
 
 
@@ -100,7 +100,7 @@ test('a rule targeting a deleted queue is an error at once, gone when fixed, wit
 
   // A syntax error in the YAML tab points at its line and column, also without a request.
   await page.click('#tab-yaml');
-  await (await yamlEditor(page)).fill('resource_queues: [oops');
+  await typeYaml(page, 'resource_queues: [oops');
   await page.locator('.problem.error', { hasText: /line \d+, column \d+/ }).first().waitFor();
   assert.ok(await page.isDisabled('#tab-form'), 'the form waits until the YAML parses');
   // (The YAML tab loads its code editor, a static file, once: not a validation request.)

@@ -202,3 +202,20 @@ export async function yamlEditor(page) {
   await page.locator('#panel-yaml .cm-editor').waitFor();
   return page.getByRole('textbox', { name: 'Draft config (YAML or JSON)' });
 }
+
+/**
+ * Replaces the whole text of the YAML code editor with `text` as a person would: select all
+ * with the keyboard, then type. Waits until the editor holds exactly `text`.
+ * Playwright's `fill()` selects by a DOM range, which CodeMirror takes in asynchronously: on
+ * a busy machine the text was then typed beside the old one (a "duplicate key" error in 1 of
+ * about 7 full runs).
+ */
+export async function typeYaml(page, text) {
+  const editor = await yamlEditor(page);
+  await editor.click();
+  await page.keyboard.press('Control+A');
+  await page.keyboard.insertText(text);
+  // CodeMirror keeps the hidden textarea it replaced in step with its text.
+  await page.waitForFunction((t) => document.querySelector('#draft')?.value === t, text, { timeout: 10_000 });
+  return editor;
+}

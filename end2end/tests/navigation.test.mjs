@@ -4,7 +4,7 @@
 // marks a problem at its line and stays in step with the form, loaded on the config page only.
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, hydrated, screenshot, screenshotBoth, applyConfig, yamlEditor, SIZES } from './harness.mjs';
+import { startServer, startBrowser, hydrated, screenshot, screenshotBoth, applyConfig, yamlEditor, typeYaml, SIZES } from './harness.mjs';
 import { GPU_CONFIG } from './configs.mjs';
 
 let chrome, server, page;
@@ -132,7 +132,7 @@ test('the YAML tab is a code editor: line numbers, the problem marked at its lin
 
   // A negative quota: an error in the summary, and marked on the line that has it.
   const text = GPU_CONFIG.replace('nominal_quota: 64', 'nominal_quota: -1');
-  await editor.fill(text);
+  await typeYaml(page, text);
   await page.getByTestId('problem-summary').getByText('1 error').waitFor();
   // The mark is on the quota line, and on no other.
   const marked = page.locator('.cm-lintRange-error');
@@ -148,12 +148,12 @@ test('the YAML tab is a code editor: line numbers, the problem marked at its lin
   await screenshotBoth(page, 'yaml-editor-error', { fullPage: false });
 
   // A syntax error is marked at its own line.
-  await editor.fill('resource_queues:\n  - name: a\n  - [oops');
+  await typeYaml(page, 'resource_queues:\n  - name: a\n  - [oops');
   await page.locator('.problem.error', { hasText: /line \d+, column \d+/ }).first().waitFor();
   await page.locator('.cm-lint-marker-error').first().waitFor();
 
   // In step with the form: fix it here, see it there; change it there, see it here.
-  await editor.fill(GPU_CONFIG.replace('nominal_quota: 64', 'nominal_quota: 12'));
+  await typeYaml(page, GPU_CONFIG.replace('nominal_quota: 64', 'nominal_quota: 12'));
   await page.getByTestId('problem-summary').getByText(/No (problems|errors)/).waitFor();
   await page.getByRole('tab', { name: 'Form' }).click();
   const quota = page.locator('#f-resource_queues-1-resource_groups-0-flavors-0-quota-gpu');

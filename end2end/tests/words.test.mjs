@@ -5,7 +5,7 @@
 // logs; rejected jobs' reasons in the tables; diffs by name.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getJson, submitJob, eventually, yamlEditor } from './harness.mjs';
+import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getJson, submitJob, eventually, typeYaml } from './harness.mjs';
 
 // `vision` holds one CPU and preempts lower priorities; everything else goes to `default`.
 const CONFIG = `resource_flavors:
@@ -67,7 +67,7 @@ scheduling_rules:
     selector: [{key: team, operator: in, values: [empty]}]
   - resource_queue: default
 `;
-  await (await yamlEditor(page)).fill(draft);
+  await typeYaml(page, draft);
   const problems = page.locator('[data-testid=problems] [data-testid=problem]');
   const negative = problems.filter({ hasText: 'must not be negative' });
   await negative.waitFor();
