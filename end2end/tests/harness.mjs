@@ -206,9 +206,9 @@ export async function yamlEditor(page) {
 /**
  * Replaces the whole text of the YAML code editor with `text` as a person would: select all
  * with the keyboard, then type. Waits until the editor holds exactly `text`.
- * Playwright's `fill()` selects by a DOM range, which CodeMirror takes in asynchronously: on
- * a busy machine the text was then typed beside the old one (a "duplicate key" error in 1 of
- * about 7 full runs).
+ * Playwright's `fill()` selects the content itself, which CodeMirror learns of asynchronously:
+ * on a busy machine the text was then typed beside the old one (a "duplicate key" error in 1
+ * of about 7 full runs).
  */
 export async function typeYaml(page, text) {
   const editor = await yamlEditor(page);
