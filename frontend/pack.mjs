@@ -118,17 +118,15 @@ function report(output) {
   console.log(`  ${'file'.padEnd(24)}${'raw'.padStart(11)}${'gzip'.padStart(11)}${'brotli'.padStart(11)}`);
   for (const [name, hashed] of Object.entries(manifest)) if (!name.endsWith('/')) row(name, sizes(hashed));
   const split = JSON.parse(readFileSync(join(pkg, 'split.json'), 'utf8'));
-  for (const [fn, modules] of Object.entries(split.loads)) {
-    row(`+ ${fn.replace(/_\d+$/, '')}`, sum(modules.map((m) => `${split.dir}/${m}.wasm`)));
-  }
+  const adds = Object.entries(split.loads).map(([fn, modules]) => ({ fn, added: sum(modules.map((m) => `${split.dir}/${m}.wasm`)) }));
+  for (const { fn, added } of adds) row(`+ ${fn.replace(/_\d+$/, '')}`, added);
   const wasm = sizes(manifest['berth_bg.wasm']);
   console.log(`wasm shell: ${wasm[0]} B raw, ${wasm[1]} B gzip, ${wasm[2]} B brotli; a page's first visit adds its group (+ rows)`);
   // A first visit loads the shell and the page's group (`*_pages`); other lazy code comes
   // later, when used.
-  const visits = Object.entries(split.loads).filter(([fn]) => /_pages_\d+$/.test(fn)).map(([fn, modules]) => {
-    const [, gz, br] = sum(modules.map((m) => `${split.dir}/${m}.wasm`));
-    return { group: fn.replace(/_\d+$/, ''), gz: wasm[1] + gz, br: wasm[2] + br };
-  });
+  const visits = adds.filter(({ fn }) => /_pages_\d+$/.test(fn)).map(({ fn, added: [, gz, br] }) => (
+    { group: fn.replace(/_\d+$/, ''), gz: wasm[1] + gz, br: wasm[2] + br }
+  ));
   const largest = visits.reduce((a, b) => (b.gz > a.gz ? b : a));
   const list = visits.map((v) => `${v.group} ${(v.gz / 1024).toFixed(0)} KB`).join(', ');
   console.log(`wasm of a first visit, gzip: ${list}; largest ${(largest.gz / 1024).toFixed(0)} KB (${(largest.br / 1024).toFixed(0)} KB brotli), target: at most 700 KB gzip`);

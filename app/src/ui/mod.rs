@@ -97,9 +97,9 @@ pub fn shell(_options: LeptosOptions) -> impl IntoView {
 }
 
 /// The pages come in four groups (queues, jobs, admin and history, the config editor), each a
-/// lazy route: the browser fetches a group's code (a
-/// wasm chunk that `wasm-split-cli` cuts out at build time) the first time one of its pages is
-/// shown, so a first visit loads the shell and one group rather than the whole dashboard.
+/// lazy route: the browser fetches a group's code (a wasm chunk that `wasm-split-cli` cuts out
+/// at build time) the first time one of its pages is shown, so a first visit loads the shell
+/// and one group rather than the whole dashboard.
 /// Few groups keep the chunks few: wasm-split also cuts out the code each set of groups shares.
 ///
 /// A group also names the paths its pages live under, so the browser can load the group of

@@ -245,7 +245,6 @@ impl Editor {
     }
 }
 
-
 /// `/` and `/config`.
 #[component]
 pub fn ConfigPage() -> impl IntoView {
