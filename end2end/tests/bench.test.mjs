@@ -30,9 +30,9 @@ test('live validation: time for 200 queues (target 5 ms), measured in the browse
   await hydrated(page);
   await page.waitForSelector('[data-testid=queue] >> nth=199');
 
-  // The config page's hook (app/src/ui/bench.rs); the wasm's glue is imported under its
-  // content-hashed name, as the page links it.
+  // The config page's hook (app/src/ui/bench.rs).
   const timing = (text, n) => page.evaluate(async ([text, n]) => Array.from(await window.berthValidateTiming(text, n)), [text, n]);
+  // The wasm's glue is imported under its content-hashed name, as the page links it.
   const optimized = await page.evaluate(async () => (await import(document.querySelector('link[rel=modulepreload]').href)).berthOptimized());
   const [seedValidate, seedBoth, seedProblems] = await timing(SEED, 200);
   const [bigValidate, bigBoth, bigProblems] = await timing(big, 30);

@@ -5,7 +5,7 @@
 // the events page linking lender and borrower.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getJson, getVersion, submitJob, eventually, notCapacityCheck, SIZES } from './harness.mjs';
+import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getJson, getVersion, submitJob, eventually, requestsBesideEditor, SIZES } from './harness.mjs';
 
 // `a` (2 CPUs, may borrow 3 more) and `b` (2 CPUs, lends 1, reclaims from anyone) share
 // cohort `research`.
@@ -75,9 +75,7 @@ test('the editor edits cohort fields in forms and validates them live, without a
   await page.fill(`${q}-fair_sharing_weight`, '2');
   await page.waitForSelector(`${q}-fair_sharing_weight-problems >> text=Berth extension`);
   assert.doesNotMatch(await summary(), /[1-9]\d* errors?/);
-  // (Editing fetches the editor's on-demand code, static files, once: not a validation request.)
-  const made = page.requests.slice(before).filter((r) => !r.startsWith('/pkg/')).filter(notCapacityCheck);
-  assert.deepEqual(made, [], 'validated in the browser');
+  assert.deepEqual(requestsBesideEditor(page, before), [], 'validated in the browser');
   await screenshotBoth(page, 'editor-cohort');
 
   // Applied as typed.

@@ -3,7 +3,7 @@
 // own server (fresh database: version 1 is the initial config) and browser context.
 import { test, before, after, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getVersion, typeYaml, SIZES, notCapacityCheck } from './harness.mjs';
+import { startServer, startBrowser, hydrated, screenshotBoth, applyConfig, getVersion, typeYaml, SIZES, requestsBesideEditor } from './harness.mjs';
 import { GPU_CONFIG } from './configs.mjs';
 
 
@@ -103,8 +103,7 @@ test('a rule targeting a deleted queue is an error at once, gone when fixed, wit
   await typeYaml(page, 'resource_queues: [oops');
   await page.locator('.problem.error', { hasText: /line \d+, column \d+/ }).first().waitFor();
   assert.ok(await page.isDisabled('#tab-form'), 'the form waits until the YAML parses');
-  // (The YAML tab loads its code editor, a static file, once: not a validation request.)
-  assert.deepEqual(page.requests.slice(before).filter((r) => !r.startsWith('/pkg/')).filter(notCapacityCheck), [], 'no request while editing and validating');
+  assert.deepEqual(requestsBesideEditor(page, before), [], 'no request while editing and validating');
 });
 
 test('apply with a message creates a version shown in the history', async () => {

@@ -192,11 +192,14 @@ export async function eventually(f, { timeout = 20_000, what = 'condition' } = {
 }
 
 /**
- * Whether a recorded request is not the editor's capacity check: validation runs in the
- * browser, and the one request the editor makes while a draft changes asks the server, which
- * knows the nodes, for the warnings that need them.
+ * The recorded requests (`page.requests` from index `from`) other than the editor's own:
+ * validation runs in the browser, so while a draft changes the editor only fetches its code
+ * (static files under /pkg/, once) and asks the server, which knows the nodes, for the
+ * warnings that need them (the capacity check).
  */
-export const notCapacityCheck = (path) => !path.startsWith('/api/capacity_warnings');
+export function requestsBesideEditor(page, from) {
+  return page.requests.slice(from).filter((r) => !r.startsWith('/pkg/') && !r.startsWith('/api/capacity_warnings'));
+}
 /** The config page's YAML code editor, once it has replaced the plain text box. */
 export async function yamlEditor(page) {
   await page.locator('#panel-yaml .cm-editor').waitFor();

@@ -231,12 +231,7 @@ async fn a_burst_survives_two_leader_kills() {
     let mut waits = Vec::new();
     for kill in 1..=2 {
         let at_least = kill * 60;
-        let deadline = Instant::now() + SECS(60);
-        while done.load(Ordering::Relaxed) < at_least {
-            let seen = done.load(Ordering::Relaxed);
-            assert!(Instant::now() < deadline, "waited 60 s for the burst to go on: {seen} submitted; the replicas' logs end:\n{}", log_tails(&rs, 40));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        burst_reaches(&rs, &done, at_least).await;
         let leader = wait_for_leader(&rs, None).await;
         let killed_at = SystemTime::now();
         rs[leader].kill9();
@@ -256,6 +251,17 @@ async fn a_burst_survives_two_leader_kills() {
     let names: Vec<&str> = seen.iter().map(|l| l.trim_end_matches(" (this replica)")).collect();
     assert!(names.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
     assert_eq!(seen.iter().filter(|l| l.ends_with("(this replica)")).count(), 1, "{seen:?}");
+}
+
+/// Waits (up to 60 s) until the burst has `at_least` jobs submitted; if it stalls, fails with
+/// the end of each replica's log.
+async fn burst_reaches(rs: &[Berth], done: &AtomicUsize, at_least: usize) {
+    let deadline = Instant::now() + SECS(60);
+    while done.load(Ordering::Relaxed) < at_least {
+        let seen = done.load(Ordering::Relaxed);
+        assert!(Instant::now() < deadline, "waited 60 s for the burst to go on: {seen} submitted; the replicas' logs end:\n{}", log_tails(rs, 40));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The last `lines` lines of each replica's log, for a failure message.
@@ -557,12 +563,7 @@ async fn a_burst_on_ray_survives_leader_kills_mid_start() {
     let mut alive = 0;
     for kill in 1..=2 {
         let at_least = kill * 60;
-        let deadline = Instant::now() + SECS(60);
-        while done.load(Ordering::Relaxed) < at_least {
-            let seen = done.load(Ordering::Relaxed);
-            assert!(Instant::now() < deadline, "waited 60 s for the burst to go on: {seen} submitted; the replicas' logs end:\n{}", log_tails(&rs, 40));
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        burst_reaches(&rs, &done, at_least).await;
         let leader = wait_for_leader(&rs, None).await;
         let (under_way, killed_at) = kill_mid_start(&mut rs[leader], SECS(30)).await;
         mid_start.push(under_way);
