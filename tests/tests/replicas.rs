@@ -124,7 +124,8 @@ async fn submit_somewhere(urls: &[String], start: usize, body: &Value) -> String
                 if status == 201 {
                     return answer["id"].as_str().unwrap().to_string();
                 }
-                if status == 400 && answer.to_string().contains("already exists") {
+                // 422 is what Berth answers a submission id it already holds (docs/api.md).
+                if status == 422 && answer.to_string().contains("already exists") {
                     if let Ok(r) = http.get(format!("{url}/api/v1/jobs/{sid}")).send().await {
                         let found: Value = r.json().await.unwrap_or(Value::Null);
                         if let Some(id) = found["id"].as_str() {
