@@ -54,7 +54,9 @@ struct Cycle {
     plan: Plan,
     /// (queue, position, pending job, reason, no room); queue `q` of the config, or
     /// `queues.len() + k` for the k-th queue the config lacks (see [`Cycle::into_plan`]).
-    waiting: Vec<(usize, usize, usize, Why, bool)>,
+    /// Waiting jobs: queue, position, job, why, whether no room was found, and how many
+    /// preemptions the cycle had made by then.
+    waiting: Vec<(usize, usize, usize, Why, bool, usize)>,
     positions: Vec<usize>,
     /// Per strict_fifo queue whose head did not fit: the reason for everything behind it.
     blocked: Vec<Option<Why>>,
@@ -274,7 +276,7 @@ impl Cycle {
 
     fn wait(&mut self, q: usize, j: usize, why: Why, no_room: bool) {
         self.positions[q] += 1;
-        self.waiting.push((q, self.positions[q], j, why, no_room));
+        self.waiting.push((q, self.positions[q], j, why, no_room, self.plan.preemptions.len()));
     }
 
     /// Step 5: the plan, waiting jobs sorted by queue name then position.
@@ -287,7 +289,7 @@ impl Cycle {
                 format!("Waiting for queue {queue}, which the active config no longer has"),
             );
             for (i, &j) in jobs.iter().enumerate() {
-                self.waiting.push((defined + k, i + 1, j, why.clone(), false));
+                self.waiting.push((defined + k, i + 1, j, why.clone(), false, 0));
             }
         }
         // Queues ranked by name once, so the sort compares numbers rather than names.
@@ -299,11 +301,15 @@ impl Cycle {
             rank[i] = r;
         }
         self.waiting.sort_unstable_by_key(|w| (rank[w.0], w.1));
+        // Room only shrinks after the cycle's last preemption: a miss before it says nothing
+        // of the jobs decided later (a victim's release may have made room for them).
+        let preemptions = self.plan.preemptions.len();
         self.plan.pending = self
             .waiting
             .into_iter()
-            .map(|(q, position, j, why, no_room)| {
+            .map(|(q, position, j, why, no_room, preempted_before)| {
                 let queue = if q < defined { st.c.queues[q].name.clone() } else { pending[j].queue.clone() };
+                let no_room = no_room && preempted_before == preemptions;
                 PendingInfo { job: pending[j].id.clone(), queue, position, reason: why.reason, headline: why.headline, no_room }
             })
             .collect();

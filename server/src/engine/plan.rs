@@ -111,9 +111,9 @@ pub struct PendingInfo {
     /// The reason in one line for people: `Waiting for CPU: 2 of 2 in use in vision;
     /// nothing of lower priority to preempt` (see `explain::headline`).
     pub headline: Arc<str>,
-    /// It was tried and nothing fit (after preemption, where its queue preempts), or its
-    /// strict_fifo queue is blocked by such a job. Fitting only gets harder as a cycle goes
-    /// on (when it preempts no one), so a job of the same queue considered later, asking at
+    /// It was tried after the cycle's last preemption and nothing fit (after preemption,
+    /// where its queue preempts), or its strict_fifo queue is blocked by such a job. Fitting
+    /// only gets harder from then on, so a job of the same queue considered later, asking at
     /// least as much of every resource at no higher priority, would not fit either.
     pub no_room: bool,
 }

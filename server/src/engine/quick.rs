@@ -1,13 +1,21 @@
 //! Quick cycles: deciding on the first jobs of each long fifo queue only, when that gives
 //! the same admissions and preemptions as offering every job.
 //!
-//! A cycle is ordered: a job is decided after every job ahead of it in its queue, and while
-//! no one is preempted, room only shrinks as the cycle goes on. So a job left out cannot fit
-//! when an offered job of its queue, ahead of it, found no room and asked for no more of any
-//! resource than it does; in a strict_fifo queue, when any offered job found no room (the
-//! queue stops there). Jobs that cannot fit change nothing for the jobs after them. When
-//! that holds for every job left out, and the quick plan preempts no one, it is the plan of
-//! the whole snapshot but for the positions and reasons of the jobs left out.
+//! A cycle is ordered: a job is decided after every job ahead of it in its queue, and after
+//! the cycle's last preemption room only shrinks (a preemption releases its victims, which
+//! can make room for jobs decided after it). So a job left out cannot fit when an offered
+//! job of its queue, ahead of it and decided after the last preemption, found no room and
+//! asked for no more of any resource than it does; in a strict_fifo queue, when any such
+//! offered job found no room (the queue stops there). Nor can it preempt: that job could
+//! not, with at least the candidates it would have. Jobs that cannot fit change nothing for
+//! the jobs after them. When that holds for every job left out, the quick plan is the plan
+//! of the whole snapshot but for the positions and reasons of the jobs left out.
+//!
+//! A queue's first jobs are often all of one kind (the large ones, of higher priority), and
+//! the smaller jobs behind them are covered by no miss among them. So a best_effort queue
+//! also offers the first job of each other request behind its first ones: its miss covers
+//! the jobs asking the same, which it is ahead of. Its position in the quick plan leaves
+//! out the jobs ahead of it, as positions of quick plans always may.
 
 use std::cmp::Reverse;
 use std::collections::HashSet;
@@ -44,8 +52,9 @@ impl Waiting for PendingJob {
     }
 }
 
-/// What a quick cycle offers: every job of short or non-fifo queues and the first `k` of
-/// each longer fifo queue; the cuts for [`exact`]; and the jobs left out.
+/// What a quick cycle offers: every job of short or non-fifo queues, and the first `k` of
+/// each longer fifo queue with (best_effort) the first job of each other request behind
+/// them; the cuts for [`exact`]; and the jobs left out.
 #[derive(Debug)]
 pub struct QuickOffer<'a, T> {
     pub offered: Vec<&'a T>,
@@ -71,11 +80,14 @@ pub fn offer<'a, T: Waiting>(config: &Compiled, jobs: impl IntoIterator<Item = &
         match config.fifo_strategy(queue) {
             Some(strategy) if list.len() > k => {
                 list.select_nth_unstable_by(k, |(a, ja), (b, jb)| a.cmp(b).then_with(|| ja.id().cmp(jb.id())));
-                let rest = list.split_off(k);
-                out.offered.extend(list.iter().map(|(_, j)| *j));
+                let mut rest = list.split_off(k);
+                let strict = strategy == QueueingStrategy::StrictFifo;
+                let firsts = if strict { Vec::new() } else { firsts_of_each_request(&mut rest) };
+                out.offered.extend(list.iter().chain(&firsts).map(|(_, j)| *j));
                 out.cuts.push(Cut {
-                    strict: strategy == QueueingStrategy::StrictFifo,
+                    strict,
                     offered: list.iter().map(|(_, j)| (j.id(), j.request())).collect(),
+                    firsts: firsts.iter().map(|(_, j)| (j.id(), j.request())).collect(),
                     rest: rest.iter().map(|(_, j)| j.request()).collect(),
                 });
                 out.left_out.extend(rest.into_iter().map(|(_, j)| j));
@@ -86,6 +98,27 @@ pub fn offer<'a, T: Waiting>(config: &Compiled, jobs: impl IntoIterator<Item = &
     out
 }
 
+/// Most distinct requests of a queue's left-out jobs whose first job is offered too.
+const FIRSTS: usize = 8;
+
+/// Takes out of `rest` the first job (in [`fifo_rank`] order) of each distinct request, for
+/// up to [`FIRSTS`] requests: when such a job finds no room, so would every job behind it
+/// asking the same, whatever its place among the other requests.
+fn firsts_of_each_request<'a, T: Waiting>(rest: &mut Vec<(FifoRank, &'a T)>) -> Vec<(FifoRank, &'a T)> {
+    let mut firsts: Vec<usize> = Vec::new();
+    let before = |a: &(FifoRank, &T), b: &(FifoRank, &T)| a.0.cmp(&b.0).then_with(|| a.1.id().cmp(b.1.id())).is_lt();
+    for (i, job) in rest.iter().enumerate() {
+        match firsts.iter().position(|&f| rest[f].1.request() == job.1.request()) {
+            Some(at) if before(job, &rest[firsts[at]]) => firsts[at] = i,
+            Some(_) => {}
+            None if firsts.len() < FIRSTS => firsts.push(i),
+            None => {}
+        }
+    }
+    firsts.sort_unstable_by(|a, b| b.cmp(a));
+    firsts.into_iter().map(|i| rest.swap_remove(i)).collect()
+}
+
 /// One queue's jobs split for a quick cycle.
 #[derive(Debug)]
 pub struct Cut<'a> {
@@ -93,6 +126,9 @@ pub struct Cut<'a> {
     pub strict: bool,
     /// Ids and requests of the jobs offered: the queue's first ones in [`fifo_rank`] order.
     pub offered: Vec<(&'a str, &'a Resources)>,
+    /// Ids and requests of the other jobs offered (best_effort queues only): of the jobs
+    /// behind the first ones, the first of each distinct request.
+    pub firsts: Vec<(&'a str, &'a Resources)>,
     /// Requests of the jobs left out, all behind the offered ones.
     pub rest: Vec<&'a Resources>,
 }
@@ -112,9 +148,6 @@ pub fn fifo_rank(priority: i64, enqueued_at_ms: i64, id: &str) -> FifoRank {
 
 /// Whether `plan`, made with only the offered jobs of each cut, is exact (see the module doc).
 pub fn exact(cuts: &[Cut], plan: &Plan) -> bool {
-    if !plan.preemptions.is_empty() {
-        return false;
-    }
     let no_room: HashSet<&str> = plan.pending.iter().filter(|p| p.no_room).map(|p| &*p.job).collect();
     cuts.iter().all(|c| {
         let mut missed: Vec<&Resources> = Vec::new();
@@ -126,6 +159,8 @@ pub fn exact(cuts: &[Cut], plan: &Plan) -> bool {
         if c.strict {
             return !missed.is_empty();
         }
-        c.rest.iter().all(|r| missed.iter().any(|m| r.covers(m)))
+        // A first of its request is ahead only of the jobs asking the same.
+        let missed_firsts: Vec<&Resources> = c.firsts.iter().filter(|(id, _)| no_room.contains(id)).map(|(_, r)| *r).collect();
+        c.rest.iter().all(|r| missed.iter().any(|m| r.covers(m)) || missed_firsts.contains(r))
     })
 }

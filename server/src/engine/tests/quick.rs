@@ -23,6 +23,7 @@ fn cut(pending: &[PendingJob], k: usize, strict: bool) -> Cut<'_> {
     Cut {
         strict,
         offered: pending[..k].iter().map(|p| (&*p.id, &p.request)).collect(),
+        firsts: Vec::new(),
         rest: pending[k..].iter().map(|p| &p.request).collect(),
     }
 }
@@ -88,7 +89,7 @@ fn a_queue_that_admits_all_it_was_offered_is_not_cut_short() {
 }
 
 #[test]
-fn a_preemption_calls_for_the_full_cycle() {
+fn a_preemption_before_the_heads_miss_keeps_the_cut_exact() {
     let q = queue("q").group(&["cpu"], &[("local", &[("cpu", 2)])]).preemption(app::config::WithinQueuePreemption::LowerPriority);
     let config = config().flavor("local", &[]).queue(q).compile();
     let nodes = vec![node("n").cap(&[("cpu", 64)])];
@@ -97,7 +98,36 @@ fn a_preemption_calls_for_the_full_cycle() {
     pending.extend(jobs("p", 40, 2, 0));
     let quick = plan_of(&config, &nodes, &running, &pending[..8]);
     assert_eq!(quick.preemptions.len(), 1);
-    assert!(!exact(&[cut(&pending, 8, false)], &quick));
+    // urgent preempts first; then p000 finds the quota taken, and so would every job after it.
+    assert!(exact(&[cut(&pending, 8, false)], &quick));
+    let full = plan_of(&config, &nodes, &running, &pending);
+    assert_eq!((&quick.admissions, &quick.preemptions), (&full.admissions, &full.preemptions));
+}
+
+#[test]
+fn a_preemption_after_the_heads_miss_calls_for_the_full_cycle() {
+    // Two queues on one 4-CPU node. q's head misses (the node is full); then a job of q2
+    // preempts q2's only runner, and its release leaves room that q's next job would take.
+    let lower = app::config::WithinQueuePreemption::LowerPriority;
+    let config = config()
+        .flavor("local", &[])
+        .queue(queue("q").group(&["cpu"], &[("local", &[("cpu", 4)])]))
+        .queue(queue("q2").group(&["cpu"], &[("local", &[("cpu", 4)])]).preemption(lower))
+        .compile();
+    let nodes = vec![node("n").cap(&[("cpu", 4)])];
+    let running = [running("filler", "q2").req(&[("cpu", 4)]).on("local", "n")];
+    // One priority: the jobs go by time, so q2's job comes between q's first two.
+    let at = |id: &str, queue: &str, cpu: i64, ms: i64| super::fixtures::pending(id, queue).prio(5).req(&[("cpu", cpu)]).at(ms);
+    let pending = vec![at("p000", "q", 2, 0), at("p001", "q", 2, 20), at("p002", "q", 2, 21), at("small", "q2", 1, 10)];
+    let full = plan_of(&config, &nodes, &running, &pending);
+    assert_eq!(full.preemptions.len(), 1);
+    assert!(full.admission("p001").is_some(), "{full:#?}");
+    let offered: Vec<PendingJob> = vec![pending[0].clone(), pending[3].clone()];
+    let quick = plan_of(&config, &nodes, &running, &offered);
+    assert_eq!(quick.preemptions.len(), 1);
+    assert!(quick.pending_info("p000").is_some(), "{quick:#?}");
+    let cut = Cut { strict: false, offered: vec![(&*pending[0].id, &pending[0].request)], firsts: Vec::new(), rest: vec![&pending[1].request, &pending[2].request] };
+    assert!(!exact(&[cut], &quick));
 }
 
 #[test]
