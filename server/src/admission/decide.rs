@@ -42,9 +42,12 @@ impl Loop {
         // 4. Positions and reasons of the jobs left waiting.
         self.record_waiting(plan.pending, held_back.into_iter(), explained);
         if !plan.preemptions.is_empty() {
-            // The victims wait again but were running when this cycle began: a full cycle
-            // right after says where they stand and why, instead of "preempted by …".
-            self.explain_at = Some(tokio::time::Instant::now());
+            // The victims wait again but were running when this cycle began: the next full
+            // cycle, due within EXPLAIN_EVERY as for the jobs a quick cycle leaves out, says
+            // where they stand and why instead of "preempted by …". Not one at once: under
+            // steady preemption that doubled the full cycles, the loop's largest cost.
+            let last = self.explained_at.unwrap_or_else(Instant::now);
+            self.explain_at.get_or_insert(tokio::time::Instant::from_std(last + EXPLAIN_EVERY));
         }
         starts
     }
@@ -144,13 +147,14 @@ impl Loop {
         let limits = &self.limits;
         let t_engine = Instant::now();
         let mut plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered, limits });
-        if !offer.cuts.is_empty() && !engine::quick::exact(&offer.cuts, &plan) {
+        let quick = !offer.cuts.is_empty();
+        if quick && !engine::quick::exact(&offer.cuts, &plan) {
             offer.cuts.clear();
             offer.offered.extend(offer.left_out.drain(..).map(Live::pending_job));
             plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered, limits });
         }
         let explained = offer.cuts.is_empty();
-        tracing::debug!(pending = offer.offered.len(), explained, engine_us = t_engine.elapsed().as_micros() as u64, "engine cycle");
+        tracing::debug!(pending = offer.offered.len(), quick, explained, engine_us = t_engine.elapsed().as_micros() as u64, "engine cycle");
         (plan, explained)
     }
 
