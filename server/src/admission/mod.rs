@@ -265,6 +265,10 @@ pub struct Loop {
     explain_at: Option<tokio::time::Instant>,
     /// A flush being written while the loop goes on (see [`Loop::commit_in_background`]).
     committing: Option<tokio::task::JoinHandle<Committed>>,
+    /// No decision before this (see [`PACE`]).
+    decide_after: Option<tokio::time::Instant>,
+    /// Whether long decisions are paced (not in the harness, which decides each cycle).
+    paced: bool,
     /// Where admissions, starts, preemptions and backend failures are counted.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// Jobs some live job depended on when it came in (see `gate`): their final states are
@@ -306,6 +310,16 @@ const QUICK_OFFER: usize = 32;
 
 /// Longest a waiting job's position and reason lag behind, while quick cycles run.
 const EXPLAIN_EVERY: Duration = Duration::from_millis(250);
+
+/// A decision that took at least this long (thousands of pending jobs) is followed by
+/// [`PACE`] times as long before the next one, at most [`PACE_MAX`]; shorter ones never
+/// wait. Deciding then takes at most about a tenth of the loop's time however often jobs
+/// come and go, and changes that come meanwhile are decided together (as Slurm's
+/// `sched_min_interval` does). Submissions, cancels and ends are still written at once:
+/// only their effect on admissions waits.
+const PACE_ABOVE: Duration = Duration::from_millis(1);
+const PACE: u32 = 10;
+const PACE_MAX: Duration = Duration::from_millis(100);
 
 /// Usage in milli-units per (queue, flavor, resource).
 type UsageCells = BTreeMap<(Name, Name, Name), i64>;
@@ -400,6 +414,8 @@ impl Loop {
             explained_at: None,
             explain_at: None,
             committing: None,
+            decide_after: None,
+            paced: true,
             metrics: Arc::new(crate::metrics::Metrics::new()),
             awaited: HashSet::new(),
             ended: HashMap::new(),
@@ -447,6 +463,7 @@ impl Loop {
                     self.committed(done, agree);
                     continue;
                 }
+                _ = tokio::time::sleep_until(self.decide_after.unwrap_or_else(tokio::time::Instant::now)), if self.dirty && self.decide_after.is_some() => {}
                 _ = tokio::time::sleep_until(self.explain_at.unwrap_or_else(tokio::time::Instant::now)), if self.explain_at.is_some() => {
                     self.explain_at = None;
                     self.explain_due = true;
@@ -531,10 +548,13 @@ impl Loop {
         self.load_named().await;
         self.look_up_dependencies().await;
         let mut starts = Vec::new();
-        let decided = self.dirty;
-        if self.dirty {
+        let decided = self.dirty && self.decide_after.is_none_or(|t| t <= tokio::time::Instant::now());
+        if decided {
             self.dirty = false;
+            let t_decide = Instant::now();
             starts = self.decide(now, &mut batch);
+            let took = t_decide.elapsed();
+            self.decide_after = (self.paced && took >= PACE_ABOVE).then(|| tokio::time::Instant::now() + (took * PACE).min(PACE_MAX));
         }
         if batch.stops.is_empty() && self.term.is_none() {
             // A backend that records its starts itself gets them at once, and their admission

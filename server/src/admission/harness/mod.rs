@@ -75,7 +75,8 @@ fn new_loop(
     let shared = Arc::new(RwLock::new(Shared::of(&backends)));
     let (cmds, cmds_rx) = mpsc::unbounded_channel();
     let (exits, exits_rx) = mpsc::unbounded_channel();
-    let lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
+    let mut lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
+    lp.paced = false; // one decision per cycle, however slow a debug build is
     (lp, cmds, exits)
 }
 
