@@ -80,17 +80,17 @@ pub fn offer<'a, T: Waiting>(config: &Compiled, jobs: impl IntoIterator<Item = &
         match config.fifo_strategy(queue) {
             Some(strategy) if list.len() > k => {
                 list.select_nth_unstable_by(k, |(a, ja), (b, jb)| a.cmp(b).then_with(|| ja.id().cmp(jb.id())));
-                let mut rest = list.split_off(k);
+                let (head, tail) = list.split_at(k);
                 let strict = strategy == QueueingStrategy::StrictFifo;
-                let firsts = if strict { Vec::new() } else { firsts_of_each_request(&mut rest) };
-                out.offered.extend(list.iter().chain(&firsts).map(|(_, j)| *j));
+                let shapes = Shapes::of(tail, if strict { 0 } else { FIRSTS });
+                out.offered.extend(head.iter().map(|(_, j)| *j).chain(shapes.firsts.iter().map(|&i| tail[i].1)));
+                out.left_out.extend(tail.iter().enumerate().filter(|(i, _)| !shapes.firsts.contains(i)).map(|(_, (_, j))| *j));
                 out.cuts.push(Cut {
                     strict,
-                    offered: list.iter().map(|(_, j)| (j.id(), j.request())).collect(),
-                    firsts: firsts.iter().map(|(_, j)| (j.id(), j.request())).collect(),
-                    rest: rest.iter().map(|(_, j)| j.request()).collect(),
+                    offered: head.iter().map(|(_, j)| (j.id(), j.request())).collect(),
+                    firsts: shapes.firsts.iter().map(|&i| (tail[i].1.id(), tail[i].1.request())).collect(),
+                    rest: shapes.rest,
                 });
-                out.left_out.extend(rest.into_iter().map(|(_, j)| j));
             }
             _ => out.offered.extend(list.into_iter().map(|(_, j)| j)),
         }
@@ -101,22 +101,52 @@ pub fn offer<'a, T: Waiting>(config: &Compiled, jobs: impl IntoIterator<Item = &
 /// Most distinct requests of a queue's left-out jobs whose first job is offered too.
 const FIRSTS: usize = 8;
 
-/// Takes out of `rest` the first job (in [`fifo_rank`] order) of each distinct request, for
-/// up to [`FIRSTS`] requests: when such a job finds no room, so would every job behind it
-/// asking the same, whatever its place among the other requests.
-fn firsts_of_each_request<'a, T: Waiting>(rest: &mut Vec<(FifoRank, &'a T)>) -> Vec<(FifoRank, &'a T)> {
-    let mut firsts: Vec<usize> = Vec::new();
-    let before = |a: &(FifoRank, &T), b: &(FifoRank, &T)| a.0.cmp(&b.0).then_with(|| a.1.id().cmp(b.1.id())).is_lt();
-    for (i, job) in rest.iter().enumerate() {
-        match firsts.iter().position(|&f| rest[f].1.request() == job.1.request()) {
-            Some(at) if before(job, &rest[firsts[at]]) => firsts[at] = i,
-            Some(_) => {}
-            None if firsts.len() < FIRSTS => firsts.push(i),
-            None => {}
+/// Most distinct requests told apart among a queue's left-out jobs: past that, each job's
+/// request is kept as it is (a longer [`Cut::rest`], never a wrong one).
+const SHAPES: usize = 64;
+
+/// The jobs behind a queue's first ones, by request.
+struct Shapes<'a> {
+    /// Where in the tail the first job (in [`fifo_rank`] order) of each of the first
+    /// `firsts` distinct requests is: when such a job finds no room, so would every job
+    /// behind it asking the same, whatever its place among the other requests.
+    firsts: Vec<usize>,
+    /// The requests of the other jobs, each once (up to [`SHAPES`] of them).
+    rest: Vec<&'a Resources>,
+}
+
+impl<'a> Shapes<'a> {
+    fn of<T: Waiting>(tail: &[(FifoRank, &'a T)], firsts: usize) -> Shapes<'a> {
+        let before = |a: &(FifoRank, &T), b: &(FifoRank, &T)| a.0.cmp(&b.0).then_with(|| a.1.id().cmp(b.1.id())).is_lt();
+        // Each distinct request: its first job in the tail, and whether another job asks it.
+        let mut seen: Vec<(&Resources, usize, bool)> = Vec::new();
+        let mut beyond: Vec<&Resources> = Vec::new();
+        for (i, job) in tail.iter().enumerate() {
+            let request = job.1.request();
+            match seen.iter().position(|(r, ..)| *r == request) {
+                Some(at) => {
+                    let (_, first, more) = &mut seen[at];
+                    *more = true;
+                    if before(job, &tail[*first]) {
+                        *first = i;
+                    }
+                }
+                None if seen.len() < SHAPES => seen.push((request, i, false)),
+                None => beyond.push(request),
+            }
         }
+        let mut shapes = Shapes { firsts: Vec::new(), rest: beyond };
+        for (n, (request, first, more)) in seen.into_iter().enumerate() {
+            if n < firsts {
+                shapes.firsts.push(first);
+                if !more {
+                    continue;
+                }
+            }
+            shapes.rest.push(request);
+        }
+        shapes
     }
-    firsts.sort_unstable_by(|a, b| b.cmp(a));
-    firsts.into_iter().map(|i| rest.swap_remove(i)).collect()
 }
 
 /// One queue's jobs split for a quick cycle.
@@ -129,7 +159,8 @@ pub struct Cut<'a> {
     /// Ids and requests of the other jobs offered (best_effort queues only): of the jobs
     /// behind the first ones, the first of each distinct request.
     pub firsts: Vec<(&'a str, &'a Resources)>,
-    /// Requests of the jobs left out, all behind the offered ones.
+    /// Requests of the jobs left out, all behind the offered ones (each request once, as
+    /// [`offer`] makes them).
     pub rest: Vec<&'a Resources>,
 }
 
