@@ -309,7 +309,7 @@ const FLUSH_DELAY: Duration = Duration::from_millis(20);
 const QUICK_OFFER: usize = 32;
 
 /// Longest a waiting job's position and reason lag behind, while quick cycles run.
-const EXPLAIN_EVERY: Duration = Duration::from_millis(250);
+const EXPLAIN_EVERY: Duration = Duration::from_secs(1);
 
 /// A decision that took at least this long (thousands of pending jobs) is followed by
 /// [`PACE`] times as long before the next one, at most [`PACE_MAX`]; shorter ones never
