@@ -321,6 +321,11 @@ const PACE_ABOVE: Duration = Duration::from_millis(1);
 const PACE: u32 = 10;
 const PACE_MAX: Duration = Duration::from_millis(100);
 
+/// How long the next decision waits after one that `took` this long (see [`PACE`]).
+fn pause_after(took: Duration) -> Option<Duration> {
+    (took >= PACE_ABOVE).then(|| (took * PACE).min(PACE_MAX))
+}
+
 /// Usage in milli-units per (queue, flavor, resource).
 type UsageCells = BTreeMap<(Name, Name, Name), i64>;
 
@@ -553,8 +558,8 @@ impl Loop {
             self.dirty = false;
             let t_decide = Instant::now();
             starts = self.decide(now, &mut batch);
-            let took = t_decide.elapsed();
-            self.decide_after = (self.paced && took >= PACE_ABOVE).then(|| tokio::time::Instant::now() + (took * PACE).min(PACE_MAX));
+            let pause = pause_after(t_decide.elapsed()).filter(|_| self.paced);
+            self.decide_after = pause.map(|p| tokio::time::Instant::now() + p);
         }
         if batch.stops.is_empty() && self.term.is_none() {
             // A backend that records its starts itself gets them at once, and their admission

@@ -190,6 +190,28 @@ fn job(name: &str) -> serde_json::Value {
     serde_json::json!({"name": name, "entrypoint": "true", "resources": {"cpu": 1}})
 }
 
+#[test]
+fn only_a_long_decision_makes_the_next_wait() {
+    let ms = Duration::from_millis;
+    assert_eq!(super::pause_after(Duration::from_micros(300)), None);
+    assert_eq!(super::pause_after(ms(2)), Some(ms(20)));
+    assert_eq!(super::pause_after(ms(40)), Some(ms(100)));
+}
+
+#[tokio::test]
+async fn a_job_submitted_during_a_pause_is_decided_when_the_pause_ends() {
+    let mut h = Harness::new(TEAM).await;
+    h.lp.paced = true;
+    h.lp.decide_after = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
+    let a = h.submit(job("a")).await;
+    assert_eq!(h.state(&a).await, JobState::Pending);
+    assert!(h.started().is_empty());
+    h.lp.decide_after = Some(tokio::time::Instant::now());
+    h.tick().await;
+    assert_eq!(h.state(&a).await, JobState::Running);
+    assert_eq!(h.started(), [format!("{a}-r1")]);
+}
+
 #[tokio::test]
 async fn jobs_are_admitted_in_order_within_quota_and_the_next_starts_when_one_ends() {
     let mut h = Harness::new(TEAM).await;
