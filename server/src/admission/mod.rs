@@ -265,7 +265,7 @@ pub struct Loop {
     explain_at: Option<tokio::time::Instant>,
     /// A flush being written while the loop goes on (see [`Loop::commit_in_background`]).
     committing: Option<tokio::task::JoinHandle<Committed>>,
-    /// No decision before this (see [`PACE`]).
+    /// No decision before this (see [`decide::pause_after`]).
     decide_after: Option<tokio::time::Instant>,
     /// Whether long decisions are paced (not in the harness, which decides each cycle).
     paced: bool,
@@ -310,21 +310,6 @@ const QUICK_OFFER: usize = 32;
 
 /// Longest a waiting job's position and reason lag behind, while quick cycles run.
 const EXPLAIN_EVERY: Duration = Duration::from_secs(1);
-
-/// A decision that took at least this long (thousands of pending jobs) is followed by
-/// [`PACE`] times as long before the next one, at most [`PACE_MAX`]; shorter ones never
-/// wait. Deciding then takes at most about a tenth of the loop's time however often jobs
-/// come and go, and changes that come meanwhile are decided together (as Slurm's
-/// `sched_min_interval` does). Submissions, cancels and ends are still written at once:
-/// only their effect on admissions waits.
-const PACE_ABOVE: Duration = Duration::from_millis(1);
-const PACE: u32 = 10;
-const PACE_MAX: Duration = Duration::from_millis(100);
-
-/// How long the next decision waits after one that `took` this long (see [`PACE`]).
-fn pause_after(took: Duration) -> Option<Duration> {
-    (took >= PACE_ABOVE).then(|| (took * PACE).min(PACE_MAX))
-}
 
 /// Usage in milli-units per (queue, flavor, resource).
 type UsageCells = BTreeMap<(Name, Name, Name), i64>;
@@ -558,7 +543,7 @@ impl Loop {
             self.dirty = false;
             let t_decide = Instant::now();
             starts = self.decide(now, &mut batch);
-            let pause = pause_after(t_decide.elapsed()).filter(|_| self.paced);
+            let pause = decide::pause_after(t_decide.elapsed()).filter(|_| self.paced);
             self.decide_after = pause.map(|p| tokio::time::Instant::now() + p);
         }
         if batch.stops.is_empty() && self.term.is_none() {

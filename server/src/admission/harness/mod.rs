@@ -193,9 +193,9 @@ fn job(name: &str) -> serde_json::Value {
 #[test]
 fn only_a_long_decision_makes_the_next_wait() {
     let ms = Duration::from_millis;
-    assert_eq!(super::pause_after(Duration::from_micros(300)), None);
-    assert_eq!(super::pause_after(ms(2)), Some(ms(20)));
-    assert_eq!(super::pause_after(ms(40)), Some(ms(100)));
+    assert_eq!(super::decide::pause_after(Duration::from_micros(300)), None);
+    assert_eq!(super::decide::pause_after(ms(2)), Some(ms(20)));
+    assert_eq!(super::decide::pause_after(ms(40)), Some(ms(100)));
 }
 
 #[tokio::test]
