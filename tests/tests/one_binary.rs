@@ -35,6 +35,22 @@ fn copy_alone(dir: &Path) -> std::path::PathBuf {
     bin
 }
 
+/// Starts the copied binary. The other test of this file may be copying its own binary
+/// meanwhile: a process it spawns holds that copy's write descriptor until its exec, and an
+/// exec of the copy then fails with ETXTBSY (rust-lang/rust#114554). That passes within
+/// milliseconds, so the start is tried again until a deadline.
+fn spawn_copy(cmd: &mut Command) -> Child {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            started => return started.expect("the copied berth starts"),
+        }
+    }
+}
+
 fn empty_dir(name: &str) -> std::path::PathBuf {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
     let dir = std::env::temp_dir().join(format!("berth_alone_{name}_{}_{nanos}", std::process::id()));
@@ -45,16 +61,16 @@ fn empty_dir(name: &str) -> std::path::PathBuf {
 async fn serve_alone(dir: &Path, bin: &Path) -> Alone {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = std::fs::File::create(dir.join("server.log")).unwrap();
-    let child = Command::new(bin)
-        .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
-        .current_dir(dir)
-        .env_remove("BERTH_SITE_ROOT")
-        .env_remove("BERTH_DATABASE_URL")
-        .env_remove("BERTH_DATA_DIR")
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .expect("the copied berth starts");
+    let child = spawn_copy(
+        Command::new(bin)
+            .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
+            .current_dir(dir)
+            .env_remove("BERTH_SITE_ROOT")
+            .env_remove("BERTH_DATABASE_URL")
+            .env_remove("BERTH_DATA_DIR")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log),
+    );
     let alone = Alone { child, url: format!("http://127.0.0.1:{port}"), dir: dir.to_path_buf() };
     let ready = format!("{}/readyz", alone.url);
     wait_until("the copied berth to be ready", Duration::from_secs(30), async || {
@@ -74,7 +90,7 @@ async fn the_binary_alone_serves_the_dashboard() {
     let size = std::fs::metadata(&bin).unwrap().len();
     println!("berth binary: {size} B ({:.1} MiB)", size as f64 / (1024.0 * 1024.0));
 
-    let version = Command::new(&bin).arg("version").current_dir(&dir).output().unwrap();
+    let version = spawn_copy(Command::new(&bin).arg("version").current_dir(&dir).stdout(std::process::Stdio::piped())).wait_with_output().unwrap();
     let printed = String::from_utf8_lossy(&version.stdout).to_string();
     assert!(version.status.success(), "berth version: {printed}");
     assert!(printed.starts_with(&format!("berth {} (commit ", env!("CARGO_PKG_VERSION"))), "{printed}");
@@ -162,14 +178,14 @@ async fn a_site_root_overrides_the_built_in_files() {
     std::fs::create_dir_all(&site).unwrap();
     std::fs::write(site.join("berth.css"), "/* from the site root */ body { color: red }").unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let child = Command::new(&bin)
-        .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
-        .current_dir(&dir)
-        .env("BERTH_SITE_ROOT", dir.join("site"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = spawn_copy(
+        Command::new(&bin)
+            .args(["serve", "--anonymous", "--addr", &format!("127.0.0.1:{port}")])
+            .current_dir(&dir)
+            .env("BERTH_SITE_ROOT", dir.join("site"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
     let server = Alone { child, url: format!("http://127.0.0.1:{port}"), dir: dir.clone() };
     let css = format!("{}/pkg/berth.css", server.url);
     let body = wait_until("the server to answer with the site root's file", Duration::from_secs(30), async || {
