@@ -249,18 +249,3 @@ impl Loop {
         self.explain_at.get_or_insert(tokio::time::Instant::from_std(last + EXPLAIN_EVERY));
     }
 }
-
-/// A decision that took at least this long (thousands of pending jobs) is followed by
-/// [`PACE`] times as long before the next one, at most [`PACE_MAX`]; shorter ones never
-/// wait. Deciding then takes at most about a tenth of the loop's time however often jobs
-/// come and go, and changes that come meanwhile are decided together (as Slurm's
-/// `sched_min_interval` does). Submissions, cancels and ends are still written at once:
-/// only their effect on admissions waits.
-const PACE_ABOVE: Duration = Duration::from_millis(1);
-const PACE: u32 = 10;
-const PACE_MAX: Duration = Duration::from_millis(100);
-
-/// How long the next decision waits after one that `took` this long (see [`PACE`]).
-pub(super) fn pause_after(took: Duration) -> Option<Duration> {
-    (took >= PACE_ABOVE).then(|| (took * PACE).min(PACE_MAX))
-}

@@ -265,10 +265,6 @@ pub struct Loop {
     explain_at: Option<tokio::time::Instant>,
     /// A flush being written while the loop goes on (see [`Loop::commit_in_background`]).
     committing: Option<tokio::task::JoinHandle<Committed>>,
-    /// No decision before this (see [`decide::pause_after`]).
-    decide_after: Option<tokio::time::Instant>,
-    /// Whether long decisions are paced (not in the harness, which decides each cycle).
-    paced: bool,
     /// Where admissions, starts, preemptions and backend failures are counted.
     pub(crate) metrics: Arc<crate::metrics::Metrics>,
     /// Jobs some live job depended on when it came in (see `gate`): their final states are
@@ -404,8 +400,6 @@ impl Loop {
             explained_at: None,
             explain_at: None,
             committing: None,
-            decide_after: None,
-            paced: true,
             metrics: Arc::new(crate::metrics::Metrics::new()),
             awaited: HashSet::new(),
             ended: HashMap::new(),
@@ -453,7 +447,6 @@ impl Loop {
                     self.committed(done, agree);
                     continue;
                 }
-                _ = tokio::time::sleep_until(self.decide_after.unwrap_or_else(tokio::time::Instant::now)), if self.dirty && self.decide_after.is_some() => {}
                 _ = tokio::time::sleep_until(self.explain_at.unwrap_or_else(tokio::time::Instant::now)), if self.explain_at.is_some() => {
                     self.explain_at = None;
                     self.explain_due = true;
@@ -538,13 +531,10 @@ impl Loop {
         self.load_named().await;
         self.look_up_dependencies().await;
         let mut starts = Vec::new();
-        let decided = self.dirty && self.decide_after.is_none_or(|t| t <= tokio::time::Instant::now());
-        if decided {
+        let decided = self.dirty;
+        if self.dirty {
             self.dirty = false;
-            let t_decide = Instant::now();
             starts = self.decide(now, &mut batch);
-            let pause = decide::pause_after(t_decide.elapsed()).filter(|_| self.paced);
-            self.decide_after = pause.map(|p| tokio::time::Instant::now() + p);
         }
         if batch.stops.is_empty() && self.term.is_none() {
             // A backend that records its starts itself gets them at once, and their admission

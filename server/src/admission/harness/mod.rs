@@ -75,8 +75,7 @@ fn new_loop(
     let shared = Arc::new(RwLock::new(Shared::of(&backends)));
     let (cmds, cmds_rx) = mpsc::unbounded_channel();
     let (exits, exits_rx) = mpsc::unbounded_channel();
-    let mut lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
-    lp.paced = false; // one decision per cycle, however slow a debug build is
+    let lp = Loop::new(store, backends, settings, shared, service.subscribe(), cmds_rx, exits_rx, clock.clone());
     (lp, cmds, exits)
 }
 
@@ -188,28 +187,6 @@ scheduling_rules:
 
 fn job(name: &str) -> serde_json::Value {
     serde_json::json!({"name": name, "entrypoint": "true", "resources": {"cpu": 1}})
-}
-
-#[test]
-fn only_a_long_decision_makes_the_next_wait() {
-    let ms = Duration::from_millis;
-    assert_eq!(super::decide::pause_after(Duration::from_micros(300)), None);
-    assert_eq!(super::decide::pause_after(ms(2)), Some(ms(20)));
-    assert_eq!(super::decide::pause_after(ms(40)), Some(ms(100)));
-}
-
-#[tokio::test]
-async fn a_job_submitted_during_a_pause_is_decided_when_the_pause_ends() {
-    let mut h = Harness::new(TEAM).await;
-    h.lp.paced = true;
-    h.lp.decide_after = Some(tokio::time::Instant::now() + Duration::from_secs(3600));
-    let a = h.submit(job("a")).await;
-    assert_eq!(h.state(&a).await, JobState::Pending);
-    assert!(h.started().is_empty());
-    h.lp.decide_after = Some(tokio::time::Instant::now());
-    h.tick().await;
-    assert_eq!(h.state(&a).await, JobState::Running);
-    assert_eq!(h.started(), [format!("{a}-r1")]);
 }
 
 #[tokio::test]
