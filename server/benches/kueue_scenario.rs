@@ -125,7 +125,7 @@ fn run(s: &Scenario) {
                 for k in 0..count {
                     arrivals.push(Arrival {
                         id: format!("{queue}-{class}-{k:03}").into(),
-                        at_ms: k * every,
+                        at_ms: (k + 1) * every,
                         submit: Submit::Queue { queue: queue.as_str().into(), priority },
                         request: Resources::units(&[("cpu", cpu)]),
                         runtime_ms: runtime,

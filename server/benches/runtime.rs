@@ -464,7 +464,7 @@ async fn kueue() {
     for q in 0..KUEUE_QUEUES {
         for (c, &(_, count, every, ..)) in CLASSES.iter().enumerate() {
             for k in 0..count / scale {
-                arrivals.push((k as u64 * every, q, c));
+                arrivals.push(((k as u64 + 1) * every, q, c));
             }
         }
     }

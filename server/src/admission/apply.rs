@@ -228,6 +228,7 @@ impl Loop {
                 self.state.jobs.remove(&key);
                 self.backend_waits.remove(&key);
             }
+            self.lanes.sync(&key, self.state.jobs.get(&key));
         }
         batch.seen.clear();
         batch.spec_changed.clear();
@@ -253,6 +254,9 @@ impl Loop {
         let rows: Vec<(JobRow, bool)> =
             batch.touched.iter().filter_map(|k| self.state.jobs.get(k)).map(|l| (l.row.clone(), batch.spec_changed.contains(&l.key))).collect();
         let events = std::mem::take(&mut batch.events);
+        for key in &batch.touched {
+            self.lanes.sync(key, self.state.jobs.get(key));
+        }
         let ended: Vec<Name> = batch.touched.drain(..).filter(|k| self.state.jobs.get(k).is_some_and(|l| l.row.state.is_terminal())).collect();
         batch.seen.clear();
         batch.spec_changed.clear();
@@ -278,6 +282,7 @@ impl Loop {
             self.remember_end(&key);
             self.state.jobs.remove(&key);
             self.backend_waits.remove(&key);
+            self.lanes.sync(&key, None);
         }
         if done.ok && agree {
             self.forget_ended();

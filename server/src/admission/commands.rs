@@ -49,6 +49,7 @@ impl Loop {
                     self.reroute_needed |= row.config_version != Some(self.state.config_version);
                     let live = Live::from_row(row, &self.state.compiled);
                     let key = live.key.clone();
+                    self.lanes.sync(&key, Some(&live));
                     self.state.jobs.insert(key.clone(), live);
                     self.note_dependencies(&key);
                 }

@@ -14,9 +14,8 @@ use super::*;
 pub(super) struct Offer<'a> {
     running: Vec<RunningJob>,
     offered: Vec<PendingJob>,
-    /// The quick cut of each long fifo queue, and the jobs it left out.
+    /// The quick cut of each long fifo queue (none in a full cycle).
     cuts: Vec<Cut<'a>>,
-    left_out: Vec<&'a Live>,
     /// Pending jobs not offered now, with why (position 0).
     held_back: Vec<(Name, String)>,
     /// Pending jobs whose dependency can never be met, with why.
@@ -25,12 +24,46 @@ pub(super) struct Offer<'a> {
     next_retry: Option<i64>,
 }
 
+/// What a pending job is to a decision now.
+enum Sorted {
+    /// Offered.
+    Open,
+    /// In a stage that caps its running jobs: offered if the stage may run one more.
+    Staged,
+    /// Held back, with why: a hold, a dependency, or a retry's backoff (ending then).
+    Held(String, Option<i64>),
+    /// Its dependency can never be met, with why.
+    Never(String),
+}
+
+impl Offer<'_> {
+    fn file<'a>(&mut self, l: &'a Live, sorted: Sorted, staged: &mut Vec<&'a Live>) {
+        match sorted {
+            Sorted::Open => self.offered.push(l.pending_job()),
+            Sorted::Staged => staged.push(l),
+            Sorted::Held(why, retry_at) => {
+                if let Some(t) = retry_at {
+                    self.next_retry = Some(self.next_retry.map_or(t, |n| n.min(t)));
+                }
+                self.held_back.push((l.key.clone(), why));
+            }
+            Sorted::Never(why) => self.unmeetable.push((l.key.clone(), why)),
+        }
+    }
+}
+
 impl Loop {
     /// Runs the engine and applies its plan to the live state; returns the jobs to start.
     pub(super) fn decide(&mut self, now: i64, batch: &mut Batch) -> Vec<Name> {
+        for key in &batch.touched {
+            self.lanes.sync(key, self.state.jobs.get(key));
+        }
+        #[cfg(debug_assertions)]
+        self.lanes.check(&self.state.jobs);
         // 1. Offer, and 2. plan (borrowing the live jobs).
         let (plan, explained, held_back, next_retry, unmeetable) = {
-            let mut offer = self.offer(now);
+            let quick = !self.explain_due && self.explained_at.is_some_and(|t| t.elapsed() < EXPLAIN_EVERY);
+            let mut offer = self.offer(now, quick);
             let (plan, explained) = self.plan(&mut offer, now);
             (plan, explained, offer.held_back, offer.next_retry, offer.unmeetable)
         };
@@ -51,95 +84,81 @@ impl Loop {
         starts
     }
 
-    /// The running jobs and the pending ones the engine is offered now.
-    fn offer(&self, now: i64) -> Offer<'_> {
-        let mut running = Vec::new();
+    /// The running jobs and the pending ones the engine is offered now: every pending job
+    /// (a full cycle), or (`quick`) the first ones of each long fifo queue, read off its
+    /// lane (see `engine::quick`).
+    fn offer(&self, now: i64, quick: bool) -> Offer<'_> {
+        let mut o = Offer { running: Vec::new(), offered: Vec::new(), cuts: Vec::new(), held_back: Vec::new(), unmeetable: Vec::new(), next_retry: self.next_retry };
         let mut held_by_stage: HashMap<&str, u32> = HashMap::new();
-        // One pass over the jobs: a cycle with many pending ones is mostly this pass.
-        let mut pending: Vec<&Live> = Vec::new();
-        for l in self.state.jobs.values() {
-            if l.row.state == JobState::Pending {
-                pending.push(l);
-                continue;
-            }
-            if !l.row.state.holds_quota() {
-                continue;
-            }
+        for l in self.lanes.holding().filter_map(|k| self.state.jobs.get(k)) {
             if let Some(s) = &l.row.stage_id {
                 *held_by_stage.entry(s.as_str()).or_default() += 1;
             }
-            running.push(l.running_job());
+            o.running.push(l.running_job());
         }
-        // The engine orders what it is offered itself (whatever the input order), so only
-        // the jobs of capped stages are sorted here: each such stage offers only as many of
-        // its jobs as it may still run, its first ones in queue order.
-        let quick = !self.explain_due && self.explained_at.is_some_and(|t| t.elapsed() < EXPLAIN_EVERY);
-        let compiled = self.state.compiled.clone();
-        let mut held_back: Vec<(Name, String)> = Vec::new();
-        let mut unmeetable: Vec<(Name, String)> = Vec::new();
-        let mut next_retry = self.next_retry;
-        let mut offered = Vec::new();
+        // The engine orders what it is offered itself, so only the jobs of capped stages
+        // are sorted here: each such stage offers only as many of its jobs as it may still
+        // run, its first ones in queue order.
         let mut staged: Vec<&Live> = Vec::new();
-        let mut quick_pool: Vec<&Live> = Vec::new();
-        // Whether the last stage looked up caps its jobs (a stage's jobs come in a row).
-        let mut last_stage: Option<(&str, bool)> = None;
-        let capped = |id: &'_ str| -> bool { self.state.stages.get(id).is_some_and(|&cap| cap > 0) };
-        for l in pending {
-            match self.gate(l) {
-                Gate::Open => {}
-                Gate::Wait(why) => {
-                    held_back.push((l.key.clone(), why));
-                    continue;
+        let job = |id: &Name| self.state.jobs.get(id);
+        for (queue, lane) in self.lanes.queues() {
+            match self.state.compiled.fifo_strategy(queue).filter(|_| quick) {
+                Some(strategy) => {
+                    let c = engine::quick::cut(lane, strategy, QUICK_OFFER, job, |l| matches!(self.sort(l, now), Sorted::Open));
+                    for l in c.refused {
+                        o.file(l, self.sort(l, now), &mut staged);
+                    }
+                    o.offered.extend(c.offered.into_iter().map(Live::pending_job));
+                    o.cuts.extend(c.cut);
                 }
-                Gate::Never(why) => {
-                    unmeetable.push((l.key.clone(), why));
-                    continue;
+                None => {
+                    for l in lane.iter().filter_map(job) {
+                        o.file(l, self.sort(l, now), &mut staged);
+                    }
                 }
-            }
-            if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
-                next_retry = Some(next_retry.map_or(t, |n: i64| n.min(t)));
-                let why = l.row.reason.clone().unwrap_or_default();
-                let left = (t - now) as f64 / 1e6;
-                let msg = if self.backend_waits.contains(&l.key) {
-                    format!("{}; retrying in {left:.1} s", why.split("; retrying in").next().unwrap_or_default())
-                } else {
-                    format!("retry {} of {} in {left:.1} s ({why})", l.row.retries, l.row.spec.max_retries)
-                };
-                held_back.push((l.key.clone(), msg));
-            } else if l.row.stage_id.as_deref().is_some_and(|s| match last_stage {
-                Some((id, caps)) if id == s => caps,
-                _ => last_stage.insert((s, capped(s))).1,
-            }) {
-                staged.push(l);
-            } else if quick {
-                quick_pool.push(l);
-            } else {
-                offered.push(l.pending_job());
             }
         }
-        // A quick cycle offers only the first jobs of each long fifo queue, and is run again
-        // with every job when that could change its admissions (see `engine::quick`).
-        let split = engine::quick::offer(&compiled, quick_pool, QUICK_OFFER);
-        offered.extend(split.offered.into_iter().map(Live::pending_job));
-        let (cuts, left_out) = (split.cuts, split.left_out);
         staged.sort_by(|a, b| b.row.priority.cmp(&a.row.priority).then(a.row.enqueued_at_us.cmp(&b.row.enqueued_at_us)).then(a.key.cmp(&b.key)));
         for l in staged {
             let stage = l.row.stage_id.as_deref().unwrap_or_default();
             let cap = self.state.stages.get(stage).copied().unwrap_or(0);
             let held = held_by_stage.entry(stage).or_default();
             if *held >= cap {
-                held_back.push((l.key.clone(), format!("its stage runs at most {cap} jobs at once, and {cap} are running")));
+                o.held_back.push((l.key.clone(), format!("its stage runs at most {cap} jobs at once, and {cap} are running")));
                 continue;
             }
             *held += 1;
-            offered.push(l.pending_job());
+            o.offered.push(l.pending_job());
         }
-        Offer { running, offered, cuts, left_out, held_back, unmeetable, next_retry }
+        o
+    }
+
+    /// What pending job `l` is to a decision now.
+    fn sort(&self, l: &Live, now: i64) -> Sorted {
+        match self.gate(l) {
+            Gate::Open => {}
+            Gate::Wait(why) => return Sorted::Held(why, None),
+            Gate::Never(why) => return Sorted::Never(why),
+        }
+        if let Some(t) = l.row.retry_at_us.filter(|t| *t > now) {
+            let why = l.row.reason.clone().unwrap_or_default();
+            let left = (t - now) as f64 / 1e6;
+            let msg = if self.backend_waits.contains(&l.key) {
+                format!("{}; retrying in {left:.1} s", why.split("; retrying in").next().unwrap_or_default())
+            } else {
+                format!("retry {} of {} in {left:.1} s ({why})", l.row.retries, l.row.spec.max_retries)
+            };
+            return Sorted::Held(msg, Some(t));
+        }
+        match l.row.stage_id.as_deref() {
+            Some(s) if self.state.stages.get(s).is_some_and(|&cap| cap > 0) => Sorted::Staged,
+            _ => Sorted::Open,
+        }
     }
 
     /// The engine's plan for `offer`, and whether it explains every waiting job (a quick
     /// plan that is not provably the full one is made again with every job).
-    fn plan(&self, offer: &mut Offer<'_>, now: i64) -> (Plan, bool) {
+    fn plan<'a>(&'a self, offer: &mut Offer<'a>, now: i64) -> (Plan, bool) {
         let now_ms = now / 1000;
         let compiled = &self.state.compiled;
         let nodes = &self.state.nodes;
@@ -148,8 +167,7 @@ impl Loop {
         let mut plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered, limits });
         let quick = !offer.cuts.is_empty();
         if quick && !engine::quick::exact(&offer.cuts, &plan) {
-            offer.cuts.clear();
-            offer.offered.extend(offer.left_out.drain(..).map(Live::pending_job));
+            *offer = self.offer(now, false);
             plan = engine::schedule(&Snapshot { now_ms, config: compiled, nodes, running: &offer.running, pending: &offer.offered, limits });
         }
         let explained = offer.cuts.is_empty();

@@ -88,7 +88,7 @@ impl Live {
     }
 }
 
-/// The loop's jobs are what a quick cycle splits (see [`engine::quick::offer`]).
+/// The loop's jobs are what a quick cycle reads off its lanes (see [`engine::quick::cut`]).
 impl engine::quick::Waiting for Live {
     fn id(&self) -> &str {
         &self.key

@@ -40,6 +40,7 @@ mod gate;
 #[cfg(test)]
 mod harness;
 pub mod intake;
+mod lanes;
 mod live;
 mod published;
 mod recover;
@@ -282,6 +283,8 @@ pub struct Loop {
     to_load: HashSet<String>,
     /// The waiting list as last published for followers (see `published`).
     publication: published::Publication,
+    /// The pending jobs of each queue in order, and the quota holders (see `lanes`).
+    lanes: lanes::Lanes,
 }
 
 /// What a background commit wrote, and how it went.
@@ -408,6 +411,7 @@ impl Loop {
             deposed: false,
             to_load: HashSet::new(),
             publication: published::Publication::default(),
+            lanes: lanes::Lanes::default(),
         }
     }
 

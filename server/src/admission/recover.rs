@@ -90,6 +90,10 @@ impl Loop {
                 self.state.stages.insert(id, status.parallelism.max_concurrent);
             }
         }
+        self.lanes = lanes::Lanes::default();
+        for (key, live) in &self.state.jobs {
+            self.lanes.sync(key, Some(live));
+        }
         if self.commit(now, &mut batch).await {
             self.forget_ended();
         }

@@ -18,8 +18,8 @@
 //! out the jobs ahead of it, as positions of quick plans always may.
 
 use std::cmp::Reverse;
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::ops::Bound;
 
 use super::compile::Compiled;
 use super::plan::Plan;
@@ -54,100 +54,180 @@ impl Waiting for PendingJob {
 
 /// What a quick cycle offers: every job of short or non-fifo queues, and the first `k` of
 /// each longer fifo queue with (best_effort) the first job of each other request behind
-/// them; the cuts for [`exact`]; and the jobs left out.
+/// them; and the cuts for [`exact`].
 #[derive(Debug)]
 pub struct QuickOffer<'a, T> {
     pub offered: Vec<&'a T>,
     pub cuts: Vec<Cut<'a>>,
-    pub left_out: Vec<&'a T>,
 }
 
 /// Splits `jobs` for a quick cycle keeping the first `k` jobs of each fifo queue longer
-/// than that (the admission loop's offer, and what the property test checks).
+/// than that: the jobs are put in [`Lane`]s and each is [`cut`], as the admission loop
+/// does with the lanes it keeps.
 pub fn offer<'a, T: Waiting>(config: &Compiled, jobs: impl IntoIterator<Item = &'a T>, k: usize) -> QuickOffer<'a, T> {
-    // Keyed once, so choosing a queue's first jobs compares a few words per job; jobs
-    // usually share their queue's allocation, so queues are found by address first.
-    let mut by_queue: Vec<(&Name, Vec<(FifoRank, &T)>)> = Vec::new();
+    offer_open(config, jobs, k, |_| true)
+}
+
+/// [`offer`] when only the jobs `open` accepts may be offered now (the others wait for
+/// something else, as held jobs do, and are neither offered nor left out).
+pub fn offer_open<'a, T: Waiting>(config: &Compiled, jobs: impl IntoIterator<Item = &'a T>, k: usize, open: impl Fn(&T) -> bool) -> QuickOffer<'a, T> {
+    let mut by_id: HashMap<&str, &'a T> = HashMap::new();
+    let mut lanes: Vec<(&Name, Lane)> = Vec::new();
     for job in jobs {
-        let keyed = (job.rank(), job);
-        match by_queue.iter_mut().find(|(q, _)| Arc::ptr_eq(q, job.queue()) || *q == job.queue()) {
-            Some((_, list)) => list.push(keyed),
-            None => by_queue.push((job.queue(), vec![keyed])),
-        }
-    }
-    let mut out = QuickOffer { offered: Vec::new(), cuts: Vec::new(), left_out: Vec::new() };
-    for (queue, mut list) in by_queue {
-        match config.fifo_strategy(queue) {
-            Some(strategy) if list.len() > k => {
-                list.select_nth_unstable_by(k, |(a, ja), (b, jb)| a.cmp(b).then_with(|| ja.id().cmp(jb.id())));
-                let (head, tail) = list.split_at(k);
-                let strict = strategy == QueueingStrategy::StrictFifo;
-                let shapes = Shapes::of(tail, if strict { 0 } else { FIRSTS });
-                out.offered.extend(head.iter().map(|(_, j)| *j).chain(shapes.firsts.iter().map(|&i| tail[i].1)));
-                out.left_out.extend(tail.iter().enumerate().filter(|(i, _)| !shapes.firsts.contains(i)).map(|(_, (_, j))| *j));
-                out.cuts.push(Cut {
-                    strict,
-                    offered: head.iter().map(|(_, j)| (j.id(), j.request())).collect(),
-                    firsts: shapes.firsts.iter().map(|&i| (tail[i].1.id(), tail[i].1.request())).collect(),
-                    rest: shapes.rest,
-                });
+        by_id.insert(job.id(), job);
+        let at = match lanes.iter().position(|(q, _)| *q == job.queue()) {
+            Some(at) => at,
+            None => {
+                lanes.push((job.queue(), Lane::default()));
+                lanes.len() - 1
             }
-            _ => out.offered.extend(list.into_iter().map(|(_, j)| j)),
+        };
+        lanes[at].1.insert(job.rank(), Name::from(job.id()), job.request());
+    }
+    let find = |id: &Name| by_id.get(&**id).copied();
+    let mut out = QuickOffer { offered: Vec::new(), cuts: Vec::new() };
+    for (queue, lane) in &lanes {
+        let Some(strategy) = config.fifo_strategy(queue) else {
+            out.offered.extend(lane.iter().filter_map(find).filter(|j| open(j)));
+            continue;
+        };
+        let c = cut(lane, strategy, k, find, &open);
+        out.offered.extend(c.offered);
+        out.cuts.extend(c.cut);
+    }
+    out
+}
+
+/// One queue's waiting jobs in [`fifo_rank`] order, and by request: the admission loop keeps
+/// one per queue as jobs come and go, so a quick cycle reads a queue's first jobs instead of
+/// sorting all of them.
+#[derive(Debug, Default, Clone)]
+pub struct Lane {
+    order: BTreeSet<(FifoRank, Name)>,
+    /// Each distinct request, with its jobs in order.
+    shapes: Vec<(Resources, BTreeSet<(FifoRank, Name)>)>,
+}
+
+impl Lane {
+    pub fn insert(&mut self, rank: FifoRank, id: Name, request: &Resources) {
+        match self.shapes.iter_mut().find(|(r, _)| r == request) {
+            Some((_, jobs)) => {
+                jobs.insert((rank, id.clone()));
+            }
+            None => self.shapes.push((request.clone(), BTreeSet::from([(rank, id.clone())]))),
+        }
+        self.order.insert((rank, id));
+    }
+
+    pub fn remove(&mut self, rank: FifoRank, id: &Name, request: &Resources) {
+        let key = (rank, id.clone());
+        self.order.remove(&key);
+        if let Some(at) = self.shapes.iter().position(|(r, _)| r == request) {
+            self.shapes[at].1.remove(&key);
+            if self.shapes[at].1.is_empty() {
+                self.shapes.swap_remove(at);
+            }
         }
     }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// The jobs in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Name> {
+        self.order.iter().map(|(_, id)| id)
+    }
+}
+
+/// A lane read for a quick cycle (see [`cut`]).
+#[derive(Debug)]
+pub struct LaneCut<'a, T> {
+    /// The jobs to offer.
+    pub offered: Vec<&'a T>,
+    /// Jobs walked past that `open` refused (they wait for something else).
+    pub refused: Vec<&'a T>,
+    /// The cut for [`exact`] when jobs are left out.
+    pub cut: Option<Cut<'a>>,
+}
+
+/// Reads a fifo queue's lane for a quick cycle: its first `k` jobs that `open` accepts and
+/// (best_effort) the first job `open` accepts of each other request behind them, and the
+/// [`Cut`] for [`exact`]. The jobs left out are not looked at: each
+/// request among them counts in [`Cut::rest`] whether `open` would accept its jobs or not
+/// (which can only make [`exact`] stricter). A lane of `k` open jobs or fewer, or of more
+/// distinct requests than are told apart, is read whole.
+pub fn cut<'l, 'a, T: Waiting + 'a>(
+    lane: &'l Lane,
+    strategy: QueueingStrategy,
+    k: usize,
+    job: impl Fn(&Name) -> Option<&'a T>,
+    mut open: impl FnMut(&'a T) -> bool,
+) -> LaneCut<'a, T> {
+    let mut out = LaneCut { offered: Vec::new(), refused: Vec::new(), cut: None };
+    let mut walk = lane.order.iter();
+    let whole = lane.shapes.len() > SHAPES;
+    let mut after = None;
+    for key in walk.by_ref() {
+        let Some(j) = job(&key.1) else { continue };
+        if !open(j) {
+            out.refused.push(j);
+            continue;
+        }
+        out.offered.push(j);
+        if !whole && out.offered.len() == k {
+            after = Some(key);
+            break;
+        }
+    }
+    let Some(after) = after.filter(|_| walk.next().is_some()) else {
+        return out; // read whole
+    };
+    let head: Vec<(&'a str, &'a Resources)> = out.offered.iter().map(|j| (j.id(), j.request())).collect();
+    let strict = strategy == QueueingStrategy::StrictFifo;
+    let mut firsts: Vec<(&'a str, &'a Resources)> = Vec::new();
+    let mut rest: Vec<Resources> = Vec::new();
+    for (request, jobs) in &lane.shapes {
+        let mut tail = jobs.range((Bound::Excluded(after), Bound::Unbounded));
+        if strict || firsts.len() == FIRSTS {
+            if tail.next().is_some() {
+                rest.push(request.clone());
+            }
+            continue;
+        }
+        let mut passed = false;
+        let mut first = None;
+        for key in tail.by_ref() {
+            match job(&key.1) {
+                Some(j) if open(j) => {
+                    first = Some(j);
+                    break;
+                }
+                _ => passed = true,
+            }
+        }
+        let more = passed || tail.next().is_some();
+        if let Some(j) = first {
+            out.offered.push(j);
+            firsts.push((j.id(), j.request()));
+        }
+        if more {
+            rest.push(request.clone());
+        }
+    }
+    out.cut = Some(Cut { strict, offered: head, firsts, rest });
     out
 }
 
 /// Most distinct requests of a queue's left-out jobs whose first job is offered too.
 const FIRSTS: usize = 8;
 
-/// Most distinct requests told apart among a queue's left-out jobs: past that, each job's
-/// request is kept as it is (a longer [`Cut::rest`], never a wrong one).
+/// Most distinct requests a lane may hold and still be cut: past that, it is read whole.
 const SHAPES: usize = 64;
-
-/// The jobs behind a queue's first ones, by request.
-struct Shapes<'a> {
-    /// Where in the tail the first job (in [`fifo_rank`] order) of each of the first
-    /// `firsts` distinct requests is: when such a job finds no room, so would every job
-    /// behind it asking the same, whatever its place among the other requests.
-    firsts: Vec<usize>,
-    /// The requests of the other jobs, each once (up to [`SHAPES`] of them).
-    rest: Vec<&'a Resources>,
-}
-
-impl<'a> Shapes<'a> {
-    fn of<T: Waiting>(tail: &[(FifoRank, &'a T)], firsts: usize) -> Shapes<'a> {
-        let before = |a: &(FifoRank, &T), b: &(FifoRank, &T)| a.0.cmp(&b.0).then_with(|| a.1.id().cmp(b.1.id())).is_lt();
-        // Each distinct request: its first job in the tail, and whether another job asks it.
-        let mut seen: Vec<(&Resources, usize, bool)> = Vec::new();
-        let mut beyond: Vec<&Resources> = Vec::new();
-        for (i, job) in tail.iter().enumerate() {
-            let request = job.1.request();
-            match seen.iter().position(|(r, ..)| *r == request) {
-                Some(at) => {
-                    let (_, first, more) = &mut seen[at];
-                    *more = true;
-                    if before(job, &tail[*first]) {
-                        *first = i;
-                    }
-                }
-                None if seen.len() < SHAPES => seen.push((request, i, false)),
-                None => beyond.push(request),
-            }
-        }
-        let mut shapes = Shapes { firsts: Vec::new(), rest: beyond };
-        for (n, (request, first, more)) in seen.into_iter().enumerate() {
-            if n < firsts {
-                shapes.firsts.push(first);
-                if !more {
-                    continue;
-                }
-            }
-            shapes.rest.push(request);
-        }
-        shapes
-    }
-}
 
 /// One queue's jobs split for a quick cycle.
 #[derive(Debug)]
@@ -159,9 +239,8 @@ pub struct Cut<'a> {
     /// Ids and requests of the other jobs offered (best_effort queues only): of the jobs
     /// behind the first ones, the first of each distinct request.
     pub firsts: Vec<(&'a str, &'a Resources)>,
-    /// Requests of the jobs left out, all behind the offered ones (each request once, as
-    /// [`offer`] makes them).
-    pub rest: Vec<&'a Resources>,
+    /// Requests of the jobs left out, all behind the offered ones, each once.
+    pub rest: Vec<Resources>,
 }
 
 /// A pending job's place in a queue whose ordering policy is fifo (smaller goes first), as
@@ -192,6 +271,6 @@ pub fn exact(cuts: &[Cut], plan: &Plan) -> bool {
         }
         // A first of its request is ahead only of the jobs asking the same.
         let missed_firsts: Vec<&Resources> = c.firsts.iter().filter(|(id, _)| no_room.contains(id)).map(|(_, r)| *r).collect();
-        c.rest.iter().all(|r| missed.iter().any(|m| r.covers(m)) || missed_firsts.contains(r))
+        c.rest.iter().all(|r| missed.iter().any(|m| r.covers(m)) || missed_firsts.contains(&r))
     })
 }

@@ -407,26 +407,41 @@ proptest! {
     /// over every job does, and tells the offered jobs that wait the same.
     #[test]
     fn an_exact_quick_plan_is_the_full_plan(w in world(), k in 1usize..=3) {
-        let (config, nodes, running, pending) = build(&w);
-        let full = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &pending, limits: &[] });
-        let split = quick::offer(&config, &pending, k);
-        let (offered, cuts): (Vec<PendingJob>, _) = (split.offered.into_iter().cloned().collect(), split.cuts);
-        let plan = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &offered, limits: &[] });
-        if !cuts.is_empty() && quick::exact(&cuts, &plan) {
-            prop_assert_eq!(&plan.admissions, &full.admissions);
-            prop_assert_eq!(&plan.preemptions, &full.preemptions);
-            // The first of a request behind a queue's first jobs is offered out of its
-            // place: its position in the quick plan leaves out the jobs ahead of it.
-            let firsts: HashSet<&str> = cuts.iter().flat_map(|c| c.firsts.iter().map(|(id, _)| *id)).collect();
-            for p in &plan.pending {
-                let mut in_full = full.pending_info(&p.job).cloned();
-                if firsts.contains(&*p.job) {
-                    in_full.iter_mut().for_each(|f| f.position = p.position);
-                }
-                prop_assert_eq!(Some(p), in_full.as_ref(), "{} waits differently", p.job);
+        quick_plan_is_full_plan(&w, k, |_| false)?;
+    }
+
+    /// The same when some jobs wait for something else (a hold, a dependency, a backoff):
+    /// a quick cycle walks past them and neither offers them nor leaves them out.
+    #[test]
+    fn an_exact_quick_plan_is_the_full_plan_with_jobs_held(w in world(), k in 1usize..=3, every in 2usize..=4) {
+        quick_plan_is_full_plan(&w, k, |i| i % every == 0)?;
+    }
+}
+
+fn quick_plan_is_full_plan(w: &World, k: usize, held: impl Fn(usize) -> bool) -> Result<(), TestCaseError> {
+    let (config, nodes, running, pending) = build(w);
+    let held: HashSet<&str> = pending.iter().enumerate().filter(|(i, _)| held(*i)).map(|(_, p)| &*p.id).collect();
+    let open: Vec<PendingJob> = pending.iter().filter(|p| !held.contains(&*p.id)).cloned().collect();
+    let full = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &open, limits: &[] });
+    let split = quick::offer_open(&config, &pending, k, |p| !held.contains(&*p.id));
+    let (offered, cuts): (Vec<PendingJob>, _) = (split.offered.into_iter().cloned().collect(), split.cuts);
+    prop_assert!(offered.iter().all(|p| !held.contains(&*p.id)), "a held job is offered");
+    let plan = schedule(&Snapshot { now_ms: 7, config: &config, nodes: &nodes, running: &running, pending: &offered, limits: &[] });
+    if !cuts.is_empty() && quick::exact(&cuts, &plan) {
+        prop_assert_eq!(&plan.admissions, &full.admissions);
+        prop_assert_eq!(&plan.preemptions, &full.preemptions);
+        // The first of a request behind a queue's first jobs is offered out of its
+        // place: its position in the quick plan leaves out the jobs ahead of it.
+        let firsts: HashSet<&str> = cuts.iter().flat_map(|c| c.firsts.iter().map(|(id, _)| *id)).collect();
+        for p in &plan.pending {
+            let mut in_full = full.pending_info(&p.job).cloned();
+            if firsts.contains(&*p.job) {
+                in_full.iter_mut().for_each(|f| f.position = p.position);
             }
+            prop_assert_eq!(Some(p), in_full.as_ref(), "{} waits differently", p.job);
         }
     }
+    Ok(())
 }
 
 /// The worlds above are not vacuous about cohorts: some plans borrow, reclaim, and borrow by

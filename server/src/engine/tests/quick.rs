@@ -24,7 +24,7 @@ fn cut(pending: &[PendingJob], k: usize, strict: bool) -> Cut<'_> {
         strict,
         offered: pending[..k].iter().map(|p| (&*p.id, &p.request)).collect(),
         firsts: Vec::new(),
-        rest: pending[k..].iter().map(|p| &p.request).collect(),
+        rest: pending[k..].iter().map(|p| p.request.clone()).collect(),
     }
 }
 
@@ -126,7 +126,7 @@ fn a_preemption_after_the_heads_miss_calls_for_the_full_cycle() {
     let quick = plan_of(&config, &nodes, &running, &offered);
     assert_eq!(quick.preemptions.len(), 1);
     assert!(quick.pending_info("p000").is_some(), "{quick:#?}");
-    let cut = Cut { strict: false, offered: vec![(&*pending[0].id, &pending[0].request)], firsts: Vec::new(), rest: vec![&pending[1].request, &pending[2].request] };
+    let cut = Cut { strict: false, offered: vec![(&*pending[0].id, &pending[0].request)], firsts: Vec::new(), rest: vec![pending[1].request.clone(), pending[2].request.clone()] };
     assert!(!exact(&[cut], &quick));
 }
 
