@@ -304,8 +304,10 @@ const FORGET_EVERY: Duration = Duration::from_secs(5);
 const FLUSH_DELAY: Duration = Duration::from_millis(20);
 
 /// Most jobs per fifo queue a quick cycle offers the engine (see [`engine::quick`]): enough
-/// that a cycle rarely admits them all, few enough to decide on in microseconds.
-const QUICK_OFFER: usize = 32;
+/// that a cycle rarely admits them all, few enough to decide on in microseconds. In Kueue's
+/// baseline (30 queues), 16 rather than 32 cut the engine's time by a third, and 4 of
+/// about 2,400 quick cycles had to be made again with every job.
+const QUICK_OFFER: usize = 16;
 
 /// Longest a waiting job's position and reason lag behind, while quick cycles run.
 const EXPLAIN_EVERY: Duration = Duration::from_secs(1);
