@@ -54,6 +54,7 @@ impl Lanes {
 
     /// Panics unless the lanes file exactly the pending jobs of `jobs` as they are now, and
     /// hold exactly its quota holders (debug builds, at every decision).
+    #[cfg(any(debug_assertions, test))]
     pub(super) fn check(&self, jobs: &HashMap<Name, Live>) {
         let mut pending = 0;
         for (key, l) in jobs {
