@@ -242,6 +242,8 @@ const JOB_UPDATE_FROM_END: &str = ") AS v WHERE jobs.id = v.column20;\n";
 const SPEC_UPDATE: &str = "UPDATE jobs SET spec_json = $1, req_cpu = $2, req_gpu = $3, req_memory_gb = $4 WHERE id = $5";
 const SPEC_UPDATE_PARAMS: usize = 5;
 
+const INSERT_STAGE: &str = "INSERT INTO stages (id, name, submitter, created_at_us, parallelism_json) VALUES ($1, $2, $3, $4, $5)";
+
 const INSERT_EVENTS: &str =
     "INSERT INTO events (at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json) VALUES";
 const EVENT_PARAMS: usize = 10;
@@ -341,9 +343,16 @@ impl JobStore {
     /// first.
     pub async fn insert(&self, stage: Option<(&str, &str, &str, i64, &Parallelism)>, jobs: &[JobRow], events: &[NewEvent]) -> Result<()> {
         let _turn = self.write_turn().await;
+        let labels: usize = jobs.iter().map(|j| j.spec.labels.len()).sum();
+        let params = jobs.len() * NEW_JOB_PARAMS + labels * 3 + events.len() * EVENT_PARAMS + 5;
+        if self.db.kind == DbKind::Sqlite && params <= SQLITE_ONE_TRIP_PARAMS {
+            self.insert_in_one_trip(stage, jobs, events).await.map_err(|e| duplicate_submission(e, jobs))?;
+            self.changed();
+            return Ok(());
+        }
         let mut tx = self.db.pool.begin().await?;
         if let Some((id, name, submitter, at_us, parallelism)) = stage {
-            sqlx::query("INSERT INTO stages (id, name, submitter, created_at_us, parallelism_json) VALUES ($1, $2, $3, $4, $5)")
+            sqlx::query(INSERT_STAGE)
                 .bind(id)
                 .bind(name)
                 .bind(submitter)
@@ -434,6 +443,55 @@ impl JobStore {
         for e in events {
             query = bind_event(query, e);
         }
+        self.one_trip(query).await
+    }
+
+    /// [`JobStore::insert`] on SQLite as one multi-statement query, like
+    /// [`JobStore::update_in_one_trip`]: a submission is one round trip to the connection's
+    /// worker thread, not one per statement. Labels find their job's row by its id.
+    async fn insert_in_one_trip(&self, stage: Option<(&str, &str, &str, i64, &Parallelism)>, jobs: &[JobRow], events: &[NewEvent]) -> Result<()> {
+        let mut sql = String::from("BEGIN IMMEDIATE;\n");
+        if stage.is_some() {
+            sql.push_str(&anonymous(INSERT_STAGE));
+            sql.push_str(";\n");
+        }
+        for chunk in jobs.chunks(ROWS_PER_INSERT) {
+            sql.push_str(&format!("{INSERT_JOBS} {};\n", placeholders(DbKind::Sqlite, chunk.len(), NEW_JOB_PARAMS, NEW_JOB_TAIL)));
+        }
+        let labels: Vec<(&str, &str, &str)> =
+            jobs.iter().flat_map(|j| j.spec.labels.iter().map(move |(k, v)| (k.as_str(), v.as_str(), j.id.as_str()))).collect();
+        for chunk in labels.chunks(ROWS_PER_INSERT * 4) {
+            sql.push_str("INSERT INTO job_labels (key, value, job_seq) VALUES ");
+            for i in 0..chunk.len() {
+                sql.push_str(if i == 0 { "(?, ?, (SELECT seq FROM jobs WHERE id = ?))" } else { ", (?, ?, (SELECT seq FROM jobs WHERE id = ?))" });
+            }
+            sql.push_str(";\n");
+        }
+        for chunk in events.chunks(ROWS_PER_INSERT) {
+            sql.push_str(&format!("{INSERT_EVENTS} {};\n", placeholders(DbKind::Sqlite, chunk.len(), EVENT_PARAMS, "")));
+        }
+        sql.push_str("COMMIT;");
+        let parallelism = stage.map(|(.., p)| serde_json::to_string(p).unwrap_or_default());
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+        if let Some((id, name, submitter, at_us, _)) = stage {
+            query = query.bind(id).bind(name).bind(submitter).bind(at_us).bind(parallelism.unwrap_or_default());
+        }
+        for job in jobs {
+            query = bind_new_job(query, job);
+        }
+        for &(key, value, id) in &labels {
+            query = query.bind(key).bind(value).bind(id);
+        }
+        for e in events {
+            query = bind_event(query, e);
+        }
+        self.one_trip(query).await
+    }
+
+    /// Runs a multi-statement query that begins and commits its own transaction. A failing
+    /// statement leaves the transaction open: it is rolled back before the connection goes
+    /// back to the pool, and the connection closed if even that fails.
+    async fn one_trip(&self, query: AnyQuery<'_>) -> Result<()> {
         let mut conn = self.db.pool.acquire().await?;
         if let Err(e) = query.execute(&mut *conn).await {
             if sqlx::query("ROLLBACK").execute(&mut *conn).await.is_err() {

@@ -108,6 +108,34 @@ pub(super) fn anonymous(sql: &str) -> String {
     out
 }
 
+/// The columns of a new job: [`NEW_JOB_PARAMS`] bound ([`bind_new_job`]), then
+/// [`NEW_JOB_TAIL`]'s.
+pub(super) const INSERT_JOBS: &str = "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, \
+     priority, submitted_at_us, enqueued_at_us, updated_at_us, reason, submission_id, req_cpu, req_gpu, req_memory_gb, runs, retries) VALUES";
+pub(super) const NEW_JOB_PARAMS: usize = 18;
+pub(super) const NEW_JOB_TAIL: &str = ", 0, 0";
+
+/// Binds a new job's [`INSERT_JOBS`] parameters, in their order.
+pub(super) fn bind_new_job<'q>(query: AnyQuery<'q>, job: &'q JobRow) -> AnyQuery<'q> {
+    let query = query
+        .bind(&job.id)
+        .bind(&job.name)
+        .bind(&job.submitter)
+        .bind(job.stage_id.as_deref())
+        .bind(job.state.as_str())
+        .bind(serde_json::to_string(&job.spec).unwrap_or_default())
+        .bind(job.queue.as_deref())
+        .bind(job.rule_index)
+        .bind(job.config_version)
+        .bind(job.priority)
+        .bind(job.submitted_at_us)
+        .bind(job.enqueued_at_us)
+        .bind(job.submitted_at_us)
+        .bind(job.reason.as_deref())
+        .bind(job.spec.submission_id.as_deref());
+    bind_requested(query, &job.spec)
+}
+
 /// New jobs in one statement, then their labels in another.
 ///
 /// This statement and the other multi-row ones below (and a loop commit's) are not kept
@@ -118,32 +146,11 @@ pub(super) async fn insert_jobs(tx: &mut AnyConnection, kind: DbKind, jobs: &[Jo
     if jobs.is_empty() {
         return Ok(());
     }
-    let sql = format!(
-        "INSERT INTO jobs (id, name, submitter, stage_id, state, spec_json, queue, rule_index, config_version, priority, \
-         submitted_at_us, enqueued_at_us, updated_at_us, reason, submission_id, req_cpu, req_gpu, req_memory_gb, runs, retries) \
-         VALUES {} RETURNING id, seq",
-        placeholders(kind, jobs.len(), 18, ", 0, 0")
-    );
+    let sql = format!("{INSERT_JOBS} {} RETURNING id, seq", placeholders(kind, jobs.len(), NEW_JOB_PARAMS, NEW_JOB_TAIL));
     // Only numbered placeholders are formatted in: the values are bound.
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
     for job in jobs {
-        query = query
-            .bind(&job.id)
-            .bind(&job.name)
-            .bind(&job.submitter)
-            .bind(job.stage_id.as_deref())
-            .bind(job.state.as_str())
-            .bind(serde_json::to_string(&job.spec).unwrap_or_default())
-            .bind(job.queue.as_deref())
-            .bind(job.rule_index)
-            .bind(job.config_version)
-            .bind(job.priority)
-            .bind(job.submitted_at_us)
-            .bind(job.enqueued_at_us)
-            .bind(job.submitted_at_us)
-            .bind(job.reason.as_deref())
-            .bind(job.spec.submission_id.as_deref());
-        query = bind_requested(query, &job.spec);
+        query = bind_new_job(query, job);
     }
     if jobs.iter().all(|j| j.spec.labels.is_empty()) {
         query.execute(&mut *tx).await?;
