@@ -28,40 +28,13 @@ use app::config::{
 };
 use server::engine::sim::{self, Arrival, Submit};
 use server::engine::{self, Labels, Node, Resources};
-
-/// (class, count per queue, interval ms, cpu, runtime ms, priority)
-type Class = (&'static str, i64, i64, i64, i64, i64);
-
-struct Scenario {
-    name: &'static str,
-    cohorts: usize,
-    queues_per_cohort: usize,
-    classes: [Class; 3],
-    /// Kueue's means: wall s, time to admission s (large, medium, small), minimum usage %.
-    kueue: (f64, [f64; 3], f64),
-}
-
-const BASELINE: Scenario = Scenario {
-    name: "baseline",
-    cohorts: 5,
-    queues_per_cohort: 6,
-    classes: [("small", 350, 100, 1, 200, 50), ("medium", 100, 500, 5, 500, 100), ("large", 50, 1200, 20, 1000, 200)],
-    kueue: (351.1, [16.5, 76.8, 215.5], 55.9),
-};
-
-const LARGE_SCALE: Scenario = Scenario {
-    name: "large-scale",
-    cohorts: 10,
-    queues_per_cohort: 100,
-    classes: [("small", 35, 60, 1, 150, 50), ("medium", 11, 300, 5, 350, 100), ("large", 4, 700, 20, 700, 200)],
-    kueue: (1179.4, [105.6, 256.4, 700.4], 38.64),
-};
+use support::{KueueScenario, KUEUE_BASELINE, KUEUE_LARGE_SCALE};
 
 fn queue_name(c: usize, q: usize) -> String {
     format!("cohort-{c:02}-cq-{q:03}")
 }
 
-fn config(s: &Scenario) -> SchedulerConfig {
+fn config(s: &KueueScenario) -> SchedulerConfig {
     let mut queues = Vec::new();
     for c in 0..s.cohorts {
         for q in 0..s.queues_per_cohort {
@@ -104,7 +77,7 @@ fn cpu_seconds() -> Option<f64> {
     Some(ticks / 100.0) // USER_HZ is 100 on Linux
 }
 
-fn run(s: &Scenario) {
+fn run(s: &KueueScenario) {
     let compiled = engine::compile(&config(s)).expect("scenario config compiles");
     let queues = s.cohorts * s.queues_per_cohort;
     let nodes: Vec<Node> = (0..(queues / 5).max(6))
@@ -169,7 +142,7 @@ fn run(s: &Scenario) {
     );
     support::kueue_header();
     let row = support::against_kueue;
-    let (wall, tta, usage) = s.kueue;
+    let (wall, tta, usage, _) = s.kueue;
     row("wall time to finish", report.end_ms as f64 / 1e3, wall, true, "s");
     for (c, k) in [(2usize, tta[0]), (1, tta[1]), (0, tta[2])] {
         row(&format!("avg time to admission, {}", s.classes[c].0), last[c] as f64 / n[c].max(1) as f64 / 1e3, k, true, "s");
@@ -192,7 +165,7 @@ fn run(s: &Scenario) {
 fn main() {
     let want = std::env::var("BERTH_BENCH_KUEUE").unwrap_or_else(|_| "baseline,large-scale".into());
     println!("Kueue's scheduler performance scenarios, replayed in simulated time through the Berth engine");
-    for s in [&BASELINE, &LARGE_SCALE] {
+    for s in [&KUEUE_BASELINE, &KUEUE_LARGE_SCALE] {
         if want.split(',').any(|w| w.trim() == s.name) {
             run(s);
         }

@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
+use support::{KueueScenario, KUEUE_BASELINE, KUEUE_LARGE_SCALE};
 
 mod ray_overhead;
 mod slurm_overhead;
@@ -435,57 +436,21 @@ fn peak_running(events: &[Value]) -> i64 {
     peak
 }
 
-/// One of Kueue's scheduler performance scenarios (`test/performance/scheduler/configs`).
-struct KueueScenario {
-    name: &'static str,
-    cohorts: usize,
-    queues_per_cohort: usize,
-    /// (class, count per queue, interval ms, cpu, runtime ms, priority).
-    classes: [(&'static str, usize, u64, u32, u64, i64); 3],
-    /// Kueue's means (`rangespec.yaml`): wall s, time to admission s (large, medium, small),
-    /// minimum usage %, and where published, mCPU and RSS MB.
-    kueue: (f64, [f64; 3], f64, Option<(f64, f64)>),
-}
-
-const KUEUE_BASELINE: KueueScenario = KueueScenario {
-    name: "baseline",
-    cohorts: 5,
-    queues_per_cohort: 6,
-    classes: [("small", 350, 100, 1, 200, 50), ("medium", 100, 500, 5, 500, 100), ("large", 50, 1200, 20, 1000, 200)],
-    kueue: (351.1, [16.5, 76.8, 215.5], 55.9, Some((396.0, 445.0))),
-};
-
-/// Kueue's file now says 10 × 100 queues and 50,000 jobs (the issue quoted an older 20 ×
-/// 100 and 60,000); its means are of this one, and it publishes no CPU or memory figure.
-const KUEUE_LARGE_SCALE: KueueScenario = KueueScenario {
-    name: "large-scale",
-    cohorts: 10,
-    queues_per_cohort: 100,
-    classes: [("small", 35, 60, 1, 150, 50), ("medium", 11, 300, 5, 350, 100), ("large", 4, 700, 20, 700, 200)],
-    kueue: (1179.4, [105.6, 256.4, 700.4], 38.64, None),
-};
-
-impl KueueScenario {
-    fn queues(&self) -> usize {
-        self.cohorts * self.queues_per_cohort
+/// The generator's queues (see [`KueueScenario`]), each taking the jobs labelled with its
+/// name.
+fn kueue_config(s: &KueueScenario) -> String {
+    let mut y = String::from("resource_flavors:\n  - name: local\nresource_queues:\n");
+    for q in 0..s.queues() {
+        y += &format!(
+            "  - name: cq-{q:04}\n    cohort_name: cohort-{:02}\n    preemption: {{within_resource_queue: lower_priority, reclaim_within_cohort: any}}\n    resource_groups:\n      - covered_resources: [cpu]\n        flavors: [{{name: local, resources: [{{name: cpu, nominal_quota: 20, borrowing_limit: 100}}]}}]\n",
+            q / s.queues_per_cohort
+        );
     }
-
-    /// The generator's queues: nominal 20 CPU, borrowing limit 100, reclaim any,
-    /// LowerPriority within the queue, each taking the jobs labelled with its name.
-    fn config(&self) -> String {
-        let mut y = String::from("resource_flavors:\n  - name: local\nresource_queues:\n");
-        for q in 0..self.queues() {
-            y += &format!(
-                "  - name: cq-{q:04}\n    cohort_name: cohort-{:02}\n    preemption: {{within_resource_queue: lower_priority, reclaim_within_cohort: any}}\n    resource_groups:\n      - covered_resources: [cpu]\n        flavors: [{{name: local, resources: [{{name: cpu, nominal_quota: 20, borrowing_limit: 100}}]}}]\n",
-                q / self.queues_per_cohort
-            );
-        }
-        y += "scheduling_rules:\n";
-        for q in 0..self.queues() {
-            y += &format!("  - resource_queue: cq-{q:04}\n    selector: [{{key: queue, operator: in, values: [cq-{q:04}]}}]\n    priority_policy: {{min: 0, max: 1000, on_violation: reject}}\n");
-        }
-        y
+    y += "scheduling_rules:\n";
+    for q in 0..s.queues() {
+        y += &format!("  - resource_queue: cq-{q:04}\n    selector: [{{key: queue, operator: in, values: [cq-{q:04}]}}]\n    priority_policy: {{min: 0, max: 1000, on_violation: reject}}\n");
     }
+    y
 }
 
 /// Most submissions in flight at once: past what the server answers, arrivals queue here
@@ -497,14 +462,14 @@ async fn kueue(s: &KueueScenario) {
     let scale = if quick() { 10 } else { 1 };
     let cpus = (s.queues() * 20).to_string();
     let server = Server::start(&format!("kueue-{}", s.name), &["--local-cpus", &cpus, "--tick-ms", "100"]).await;
-    server.apply(&s.config()).await;
+    server.apply(&kueue_config(s)).await;
     // Every arrival at its time, as Kueue's generator makes them (after each interval):
     // (at ms, queue, class).
     let mut arrivals: Vec<(u64, usize, usize)> = Vec::new();
     for q in 0..s.queues() {
         for (c, &(_, count, every, ..)) in s.classes.iter().enumerate() {
             for k in 0..count / scale {
-                arrivals.push(((k as u64 + 1) * every, q, c));
+                arrivals.push(((k + 1) as u64 * every as u64, q, c));
             }
         }
     }

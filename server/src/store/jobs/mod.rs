@@ -221,22 +221,27 @@ const EVENT_COLUMNS: &str = "seq, at_us, kind, job_id, queue, flavor, node, conf
 /// (SQLite 32,766, PostgreSQL 65,535) at 14 per job.
 const ROWS_PER_INSERT: usize = 500;
 
-/// A job's mutable columns, then its id: parameters in the order they appear, so SQLite's
-/// form of it ([`anonymous`]) binds the same values in the same order.
-const JOB_UPDATE: &str = "UPDATE jobs SET state = $1, queue = $2, priority = $3, enqueued_at_us = $4, updated_at_us = $5, runs = $6, \
-     retries = $7, retry_at_us = $8, flavors_json = $9, node = $10, backend = $11, handle = $12, \
-     admitted_at_us = $13, started_at_us = $14, finished_at_us = $15, exit_code = $16, reason = $17, \
-     rule_index = $18, config_version = $19 WHERE id = $20";
-const JOB_UPDATE_PARAMS: usize = 20;
+/// A job's mutable columns, in the order [`bind_job_update`] binds them; its id comes last.
+const JOB_UPDATE_COLUMNS: [&str; 19] = [
+    "state", "queue", "priority", "enqueued_at_us", "updated_at_us", "runs", "retries", "retry_at_us", "flavors_json", "node",
+    "backend", "handle", "admitted_at_us", "started_at_us", "finished_at_us", "exit_code", "reason", "rule_index", "config_version",
+];
+const JOB_UPDATE_PARAMS: usize = JOB_UPDATE_COLUMNS.len() + 1;
 
-/// [`JOB_UPDATE`] for many jobs at once (SQLite): the rows' values, in its parameters'
-/// order, go between these two.
-const JOB_UPDATE_FROM: &str = "UPDATE jobs SET state = v.column1, queue = v.column2, priority = v.column3, \
-     enqueued_at_us = v.column4, updated_at_us = v.column5, runs = v.column6, retries = v.column7, retry_at_us = v.column8, \
-     flavors_json = v.column9, node = v.column10, backend = v.column11, handle = v.column12, admitted_at_us = v.column13, \
-     started_at_us = v.column14, finished_at_us = v.column15, exit_code = v.column16, reason = v.column17, \
-     rule_index = v.column18, config_version = v.column19 FROM (VALUES ";
-const JOB_UPDATE_FROM_END: &str = ") AS v WHERE jobs.id = v.column20;\n";
+/// One job's update: `UPDATE jobs SET state = $1, … WHERE id = $20`.
+static JOB_UPDATE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let set: Vec<String> = JOB_UPDATE_COLUMNS.iter().enumerate().map(|(i, c)| format!("{c} = ${}", i + 1)).collect();
+    format!("UPDATE jobs SET {} WHERE id = ${JOB_UPDATE_PARAMS}", set.join(", "))
+});
+
+/// Many jobs' updates at once (SQLite): `UPDATE jobs SET state = v.column1, … FROM (VALUES `,
+/// the rows' values in [`JOB_UPDATE`]'s order, then [`JOB_UPDATE_FROM_END`].
+static JOB_UPDATE_FROM: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let set: Vec<String> = JOB_UPDATE_COLUMNS.iter().enumerate().map(|(i, c)| format!("{c} = v.column{}", i + 1)).collect();
+    format!("UPDATE jobs SET {} FROM (VALUES ", set.join(", "))
+});
+static JOB_UPDATE_FROM_END: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!(") AS v WHERE jobs.id = v.column{JOB_UPDATE_PARAMS};\n"));
 
 /// A changed request, with the columns accounting reads from it.
 const SPEC_UPDATE: &str = "UPDATE jobs SET spec_json = $1, req_cpu = $2, req_gpu = $3, req_memory_gb = $4 WHERE id = $5";
@@ -393,7 +398,7 @@ impl JobStore {
                 let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
                 bind_requested(sqlx::query(SPEC_UPDATE).bind(spec), &job.spec).bind(&job.id).execute(&mut *tx).await?;
             }
-            bind_job_update(sqlx::query(JOB_UPDATE), job, now_us)
+            bind_job_update(sqlx::query(JOB_UPDATE.as_str()), job, now_us)
             .execute(&mut *tx)
             .await?;
         }
@@ -424,9 +429,9 @@ impl JobStore {
         // The jobs' rows in one statement per chunk (SQLite prepares each statement of the
         // text: one per job was most of this write's cost).
         for chunk in jobs.chunks(ROWS_PER_INSERT) {
-            sql.push_str(JOB_UPDATE_FROM);
+            sql.push_str(&JOB_UPDATE_FROM);
             sql.push_str(&placeholders(DbKind::Sqlite, chunk.len(), JOB_UPDATE_PARAMS, ""));
-            sql.push_str(JOB_UPDATE_FROM_END);
+            sql.push_str(&JOB_UPDATE_FROM_END);
         }
         for chunk in events.chunks(ROWS_PER_INSERT) {
             sql.push_str(&format!("{INSERT_EVENTS} {};\n", placeholders(DbKind::Sqlite, chunk.len(), EVENT_PARAMS, "")));
