@@ -31,7 +31,8 @@ run: deps-run build
 	$(BIN) serve --addr $(BERTH_ADDR) --database-url $(BERTH_DATABASE_URL) $(BERTH_ACCESS) $(BERTH_WORKDIR_ROOTS)
 
 ## test: unit + integration (SQLite, PostgreSQL, a real Ray head, a real Slurm) + schemathesis against the OpenAPI
-## document + browser tests in headless Chromium
+## document + browser tests in headless Chromium. The tests' temporary files go to one directory per run
+## (.ci/scratch.sh), removed when every stage passed
 test: deps-test build
 	@start=$$(date +%s); \
 	export BERTH_PG_PORT=$${BERTH_PG_PORT:-55432} BERTH_PG_DATA=$${BERTH_PG_DATA:-/tmp/berth-pg/data}; \
@@ -39,9 +40,12 @@ test: deps-test build
 	BERTH_TEST_RAY_URL=$$(.ci/ray.sh start) || exit 1; export BERTH_TEST_RAY_URL; \
 	BERTH_TEST_SLURM=$$(.ci/slurm.sh start) || exit 1; export BERTH_TEST_SLURM; \
 	trap '.ci/ray.sh stop; .ci/slurm.sh stop' EXIT; \
-	cargo test --workspace --exclude berth-frontend && \
-	BERTH_BIN=$(BIN) .ci/schemathesis.sh && \
-	$(MAKE) --no-print-directory e2e && \
+	scratch=$$(.ci/scratch.sh $$$$) || exit 1; \
+	{ TMPDIR=$$scratch cargo test --workspace --exclude berth-frontend && \
+	  TMPDIR=$$scratch BERTH_BIN=$(BIN) .ci/schemathesis.sh && \
+	  TMPDIR=$$scratch $(MAKE) --no-print-directory e2e; } || \
+	  { echo "make test: a stage failed; the tests' files (server logs, data dirs) are in $$scratch"; exit 1; }; \
+	rm -rf $$scratch; \
 	echo "make test: all stages passed in $$(( $$(date +%s) - start )) s"
 
 e2e:
