@@ -231,6 +231,49 @@ fn jobs_submit_list_get_logs_cancel() {
 }
 
 #[test]
+fn cohorts_show_the_pool_and_what_each_member_borrows_and_lends() {
+    let server = Server::start();
+    let out = server.berth(&["cohorts"]);
+    assert_eq!(stdout(&out).trim(), "no cohorts: no queue of the active config has a cohort_name");
+    let config = server.file(
+        "cohort.yaml",
+        "resource_flavors:\n  - name: local\nresource_queues:\n\
+         \x20 - name: team-a\n    cohort_name: research\n    resource_groups:\n      - covered_resources: [cpu]\n        flavors: [{name: local, resources: [{name: cpu, nominal_quota: 1, borrowing_limit: 0.5}]}]\n\
+         \x20 - name: team-b\n    cohort_name: research\n    resource_groups:\n      - covered_resources: [cpu]\n        flavors: [{name: local, resources: [{name: cpu, nominal_quota: 1, lending_limit: 0.5}]}]\n\
+         scheduling_rules:\n  - resource_queue: team-a\n    selector: [{key: team, operator: in, values: [a]}]\n  - resource_queue: team-b\n",
+    );
+    let out = server.berth(&["config", "apply", "--file", &config]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // team-a runs its nominal 1 CPU and borrows team-b's lendable half; the fourth job waits.
+    for _ in 0..4 {
+        let out = server.berth(&["jobs", "submit", "--label", "team=a", "--cpu", "0.5", "--timeout", "60", "--", "sleep 30"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let out = server.berth(&["cohorts", "research", "-o", "json"]);
+        let cohort: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if cohort["members"][0]["running_count"] == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "team-a never ran 3 jobs: {cohort}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = stdout(&server.berth(&["cohorts"]));
+    assert!(text.contains("research          team-a,team-b"), "{text}");
+    assert!(text.contains("local.cpu=1.5/2 (0.5 borrowed, 0 idle of 1.5)"), "{text}");
+    let text = stdout(&server.berth(&["cohorts", "research"]));
+    assert!(text.starts_with("cohort research: fair sharing off\npool: local.cpu=1.5/2 (0.5 borrowed, 0 idle of 1.5)"), "{text}");
+    let member = |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap_or_default().split_whitespace().collect::<Vec<_>>();
+    assert_eq!(member("team-a")[1..3], ["1", "3"], "{text}");
+    assert!(text.contains("local.cpu=1.5/1 (+0.5 borrowed, 0 lent)"), "{text}");
+    assert!(text.contains("local.cpu=0/1 (+0 borrowed, 0.5 lent)"), "{text}");
+    let out = server.berth(&["cohorts", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("cohort `nope` is not in the active config"), "{}", stderr(&out));
+}
+
+#[test]
 fn preview_prints_the_impact_of_a_draft() {
     let server = Server::start();
     let ids: Vec<String> = (0..3)

@@ -26,7 +26,7 @@ use app::config::Report;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::cli::jobs::{run_events, run_jobs, run_stages, EventsArgs, JobsCommand, StagesCommand};
-use crate::cli::queues::{run_nodes, run_queues};
+use crate::cli::queues::{run_cohorts, run_nodes, run_queues};
 use crate::cli::client::{Client, ClientError};
 
 /// The version and the commit the binary was built from.
@@ -66,6 +66,13 @@ pub enum Command {
         /// Why pending jobs wait in full, instead of the one-line headline.
         #[arg(long)]
         full_reason: bool,
+        #[arg(short, long, value_enum, default_value = "text")]
+        output: Output,
+    },
+    /// Cohorts: the quota their queues pool, what is borrowed and idle; with a name, each member's use and share.
+    Cohorts {
+        /// A cohort: also each member's use, borrowed and lent quota, and share.
+        name: Option<String>,
         #[arg(short, long, value_enum, default_value = "text")]
         output: Output,
     },
@@ -163,6 +170,7 @@ impl Cli {
             Command::Config(c) => run_config(self, c).await,
             Command::Jobs(c) => run_jobs(self, c).await,
             Command::Queues { name, full_reason, output } => run_queues(self, name.as_deref(), *full_reason, *output).await,
+            Command::Cohorts { name, output } => run_cohorts(self, name.as_deref(), *output).await,
             Command::Nodes { output } => run_nodes(self, *output).await,
             Command::Events(args) => run_events(self, args).await,
             Command::Stages(c) => run_stages(self, c).await,

@@ -1,8 +1,8 @@
-//! `berth queues [NAME]` and `berth nodes`: quota use per queue, and each node's free
-//! capacity.
+//! `berth queues [NAME]`, `berth cohorts [NAME]` and `berth nodes`: quota use per queue and
+//! per cohort, and each node's free capacity.
 
 use anyhow::Result;
-use app::jobs::{NodeView, QueueView};
+use app::jobs::{CohortView, NodeView, QueueView};
 
 use crate::cli::client::encode;
 use crate::cli::jobs::{ago, finish, short_reason, show};
@@ -59,6 +59,56 @@ fn print_queues(queues: &[QueueView]) {
         let cohort = q.cohort.as_deref().unwrap_or("-");
         println!("{:<16}  {:<12}  {:>7}  {:>7}  {:>9}  {}", q.name, cohort, q.pending_count, q.running_count, longest, usage.join(" "));
     }
+}
+
+/// `berth cohorts [NAME]`: each cohort's pooled quota; with a name, also its members.
+pub async fn run_cohorts(cli: &Cli, name: Option<&str>, output: Output) -> Result<i32> {
+    let client = cli.client();
+    let outcome = match name {
+        None => client.get_json::<serde_json::Value>("/api/v1/cohorts", &[]).await.map(|v| {
+            let cohorts: Vec<CohortView> = serde_json::from_value(v["cohorts"].clone()).unwrap_or_default();
+            show(output, &cohorts, |cohorts| {
+                if cohorts.is_empty() {
+                    println!("no cohorts: no queue of the active config has a cohort_name");
+                    return;
+                }
+                println!("{:<16}  {:<40}  POOL (used/nominal per flavor.resource: borrowed, idle of lendable)", "COHORT", "MEMBERS");
+                for c in cohorts {
+                    let members: Vec<&str> = c.members.iter().map(|m| m.queue.as_str()).collect();
+                    println!("{:<16}  {:<40}  {}", c.name, members.join(","), pool_cells(c));
+                }
+            })
+        }),
+        Some(n) => client.get_json::<CohortView>(&format!("/api/v1/cohorts/{}", encode(n)), &[]).await.map(|c| {
+            show(output, &c, |c| {
+                let sharing = if c.fair_sharing { "on: borrowers are ordered by weighted share" } else { "off" };
+                println!("cohort {}: fair sharing {sharing}", c.name);
+                println!("pool: {}\n", pool_cells(c));
+                println!("{:<16}  {:>7}  {:>7}  {:>6}  {:>6}  USAGE (used/nominal per flavor.resource: +borrowed, lent)", "QUEUE", "PENDING", "RUNNING", "WEIGHT", "SHARE");
+                for m in &c.members {
+                    let usage: Vec<String> = m
+                        .usage
+                        .iter()
+                        .map(|u| format!("{}.{}={}/{} (+{} borrowed, {} lent)", u.flavor, u.resource, u.used, u.nominal.map_or("∞".into(), |n| n.to_string()), u.borrowed, u.lent))
+                        .collect();
+                    let share = m.share.map_or("-".into(), |s| format!("{s:.0}%"));
+                    println!("{:<16}  {:>7}  {:>7}  {:>6}  {:>6}  {}", m.queue, m.pending_count, m.running_count, m.weight, share, usage.join(" "));
+                }
+            })
+        }),
+    };
+    Ok(finish(outcome))
+}
+
+/// A cohort's pools, one cell per flavor × resource.
+fn pool_cells(c: &CohortView) -> String {
+    let unlimited = |x: Option<f64>| x.map_or("∞".into(), |x| x.to_string());
+    let cells: Vec<String> = c
+        .pools
+        .iter()
+        .map(|p| format!("{}.{}={}/{} ({} borrowed, {} idle of {})", p.flavor, p.resource, p.used, unlimited(p.nominal), p.borrowed, unlimited(p.idle), unlimited(p.lendable)))
+        .collect();
+    cells.join(" ")
 }
 
 /// `berth nodes`.
