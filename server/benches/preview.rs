@@ -11,7 +11,7 @@
 //! --bench preview`.
 
 mod support;
-use support::{Counting, Rng, LIVE, PEAK};
+use support::{fresh_db, Counting, Rng, LIVE, PEAK};
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -20,14 +20,12 @@ use std::time::Instant;
 use app::config::parse::{parse, Format};
 use app::config::SchedulerConfig;
 use app::jobs::{FlavorUse, JobRequest, JobState, ResourceRequest};
-use server::store::Db;
 use server::engine::sim::{self, Arrival, Submit};
 use server::engine::{self, Labels, Node, Resources};
 use server::services::preview::{self, Control, Sources, Span};
 use server::store::jobs::{JobRow, JobStore};
 use server::services::config::ConfigService;
 use server::store::config::{ApplyMeta, ConfigStore};
-use sqlx::Connection;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -210,25 +208,6 @@ fn recorded(active: &SchedulerConfig, nodes: &[Node], jobs: &[Gen], now_ms: i64)
         .collect()
 }
 
-async fn fresh_db(kind: &str) -> Option<Db> {
-    let url = match kind {
-        "sqlite" => {
-            let dir = std::env::temp_dir().join(format!("berth-bench-preview-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            format!("sqlite://{}/berth.db", dir.display())
-        }
-        _ => {
-            let admin = std::env::var("BERTH_BENCH_PG_URL").ok()?;
-            let name = format!("berth_bench_preview_{}", std::process::id());
-            let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to PostgreSQL");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}"))).execute(&mut conn).await.unwrap();
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
-            format!("{}/{name}", admin.rsplit_once('/').unwrap().0)
-        }
-    };
-    Some(Db::connect(&url).await.expect("database opens"))
-}
-
 /// Peak resident set of this process so far, in MB (Linux).
 fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -287,7 +266,7 @@ async fn main() {
     drop(jobs);
     let mut table = Vec::new();
     for kind in ["sqlite", "postgres"] {
-        let Some(db) = fresh_db(kind).await else { continue };
+        let Some(db) = fresh_db(kind, "preview").await else { continue };
         let config = Arc::new(ConfigService::start(ConfigStore::new(db.clone())).await.unwrap());
         config.apply(&server::services::auth::Caller::anonymous(), &active, &ApplyMeta::default()).await.unwrap();
         let store = JobStore::new(db.clone());
@@ -331,4 +310,5 @@ async fn main() {
         println!("process peak RSS {rss:.0} MB (includes the setup: the generated record and the recording replay)");
         println!("time is wall time; CPU is user + system of both replay threads (on a shared machine, wall can exceed CPU / threads)");
     }
+    support::remove_fresh_dirs();
 }

@@ -3,6 +3,9 @@
 //!
 //! `make bench` runs it; PostgreSQL is measured when BERTH_BENCH_PG_URL names an admin URL.
 
+mod support;
+use support::fresh_db;
+
 use std::time::Instant;
 
 use app::config::parse::parse_auto;
@@ -10,7 +13,6 @@ use app::config::SchedulerConfig;
 use server::store::Db;
 use server::services::config::ConfigService;
 use server::store::config::{ApplyMeta, ConfigStore};
-use sqlx::Connection;
 
 const SEED: &str = include_str!("../../app/src/config/testdata/seed_example.yaml");
 const APPLY_SAMPLES: usize = 100;
@@ -24,25 +26,6 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn stats(mut samples: Vec<f64>) -> (f64, f64) {
     samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
     (percentile(&samples, 0.5), percentile(&samples, 0.95))
-}
-
-async fn fresh_db(kind: &str, label: &str) -> Option<Db> {
-    let url = match kind {
-        "sqlite" => {
-            let dir = std::env::temp_dir().join(format!("berth-bench-{}-{label}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            format!("sqlite://{}/berth.db", dir.display())
-        }
-        _ => {
-            let admin = std::env::var("BERTH_BENCH_PG_URL").ok()?;
-            let name = format!("berth_bench_{}_{label}", std::process::id());
-            let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to PostgreSQL");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}"))).execute(&mut conn).await.unwrap();
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
-            format!("{}/{name}", admin.rsplit_once('/').unwrap().0)
-        }
-    };
-    Some(Db::connect(&url).await.expect("database opens"))
 }
 
 /// Fills the store with `n` versions in one transaction (setup, not measured).
@@ -94,7 +77,7 @@ async fn main() {
     for kind in ["sqlite", "postgres"] {
         let mut rows = Vec::new();
         for n in [10_i64, 10_000] {
-            let Some(db) = fresh_db(kind, &n.to_string()).await else {
+            let Some(db) = fresh_db(kind, &format!("store_{n}")).await else {
                 println!("{kind:<10} skipped: BERTH_BENCH_PG_URL is not set");
                 break;
             };
@@ -107,4 +90,5 @@ async fn main() {
             println!("{kind:<10} p95 ratio 10,000 / 10 versions: apply {:.2}x, list {:.2}x", a10k / a10, l10k / l10);
         }
     }
+    support::remove_fresh_dirs();
 }

@@ -4,35 +4,17 @@
 //!
 //! `make bench` runs it; PostgreSQL is measured when BERTH_BENCH_PG_URL names an admin URL.
 
+mod support;
+use support::fresh_db;
+
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 use app::jobs::{JobRequest, JobState, ResourceRequest, UsageGroup};
 use server::store::jobs::{JobRow, JobStore};
-use server::store::Db;
-use sqlx::Connection;
 
 const JOBS: usize = 100_000;
 const SAMPLES: usize = 30;
-
-async fn fresh_db(kind: &str) -> Option<Db> {
-    let url = match kind {
-        "sqlite" => {
-            let dir = std::env::temp_dir().join(format!("berth-bench-usage-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            format!("sqlite://{}/berth.db", dir.display())
-        }
-        _ => {
-            let admin = std::env::var("BERTH_BENCH_PG_URL").ok()?;
-            let name = format!("berth_bench_usage_{}", std::process::id());
-            let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to PostgreSQL");
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}"))).execute(&mut conn).await.unwrap();
-            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
-            format!("{}/{name}", admin.rsplit_once('/').unwrap().0)
-        }
-    };
-    Some(Db::connect(&url).await.expect("database opens"))
-}
 
 /// `JOBS` ended jobs over the last 30 days: 50 users, 8 queues, 12 teams, mixed states
 /// and requests (setup, not measured).
@@ -74,7 +56,7 @@ async fn main() {
     println!("usage summary latency over {JOBS} ended jobs (JobStore::usage, {SAMPLES} runs each; bar: p95 <= 200 ms)");
     println!("{:<10} {:<12} {:>6} {:>12} {:>12}", "database", "by", "groups", "p50", "p95");
     for kind in ["sqlite", "postgres"] {
-        let Some(db) = fresh_db(kind).await else {
+        let Some(db) = fresh_db(kind, "usage").await else {
             println!("{kind:<10} skipped: BERTH_BENCH_PG_URL is not set");
             continue;
         };
@@ -97,4 +79,5 @@ async fn main() {
             println!("{kind:<10} {:<12} {groups:>6} {p50:>9.1} ms {p95:>9.1} ms  {verdict}", by.name());
         }
     }
+    support::remove_fresh_dirs();
 }

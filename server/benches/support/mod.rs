@@ -122,3 +122,39 @@ pub const KUEUE_LARGE_SCALE: KueueScenario = KueueScenario {
     classes: [("small", 35, 60, 1, 150, 50), ("medium", 11, 300, 5, 350, 100), ("large", 4, 700, 20, 700, 200)],
     kueue: (1179.4, [105.6, 256.4, 700.4], 38.64, None),
 };
+
+/// A fresh, empty database for a bench case: SQLite in a directory of its own under the temp
+/// dir, or PostgreSQL in a database of its own on `BERTH_BENCH_PG_URL` (`None` when it is not
+/// set). `case` (lowercase letters, digits, `_`) tells the benches and their cases apart.
+/// [`remove_fresh_dirs`] deletes this process's SQLite directories at the end; `.ci/pg.sh
+/// start` drops the PostgreSQL databases once this process is gone.
+pub async fn fresh_db(kind: &str, case: &str) -> Option<server::store::Db> {
+    use sqlx::Connection;
+    let pid = std::process::id();
+    let url = match kind {
+        "sqlite" => {
+            let dir = std::env::temp_dir().join(format!("berth-bench-{pid}-{case}"));
+            let _ = std::fs::remove_dir_all(&dir);
+            format!("sqlite://{}/berth.db", dir.display())
+        }
+        _ => {
+            let admin = std::env::var("BERTH_BENCH_PG_URL").ok()?;
+            let name = format!("berth_bench_{pid}_{case}");
+            let mut conn = sqlx::PgConnection::connect(&admin).await.expect("connect to PostgreSQL");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}"))).execute(&mut conn).await.unwrap();
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
+            format!("{}/{name}", admin.rsplit_once('/').unwrap().0)
+        }
+    };
+    Some(server::store::Db::connect(&url).await.expect("database opens"))
+}
+
+/// Deletes the SQLite directories [`fresh_db`] made in this process.
+pub fn remove_fresh_dirs() {
+    let prefix = format!("berth-bench-{}-", std::process::id());
+    for entry in std::fs::read_dir(std::env::temp_dir()).into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
