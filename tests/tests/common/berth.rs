@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::{fresh_database, unique, Backend};
+use super::{fresh_database, sqlite_dir, unique, Backend, Scratch};
 
 /// The `berth` binary built by `make build` (or `cargo build -p berth-server --bin berth`):
 /// `$BERTH_BIN`, else next to this test's `deps/` directory.
@@ -36,6 +36,8 @@ pub struct Berth {
     args: Vec<String>,
     /// The first admin token's secret (`BERTH_ADMIN_TOKEN`) when authentication is on.
     pub admin_token: Option<String>,
+    /// `dir` and, for the first server on a SQLite database, the database's directory.
+    scratch: Scratch,
 }
 
 impl Berth {
@@ -72,7 +74,8 @@ impl Berth {
         }
         let http = reqwest::Client::builder().default_headers(headers).build().unwrap();
         let data_dir = dir.join("data");
-        let mut b = Berth { child: None, url, port, db_url, dir, data_dir, http, args, admin_token: admin_token.map(str::to_string) };
+        let scratch = Scratch([dir.clone()].into_iter().chain(sqlite_dir(&db_url)).collect());
+        let mut b = Berth { child: None, url, port, db_url, dir, data_dir, http, args, admin_token: admin_token.map(str::to_string), scratch };
         b.spawn().await;
         b
     }
@@ -129,6 +132,7 @@ impl Berth {
             url,
             port,
             db_url: first.db_url.clone(),
+            scratch: Scratch(vec![dir.clone()]),
             dir,
             data_dir,
             http: first.http.clone(),
@@ -268,6 +272,8 @@ impl Berth {
     }
 }
 
+/// Kills the server and what its jobs left; then `scratch` removes the files unless the test
+/// is failing.
 impl Drop for Berth {
     fn drop(&mut self) {
         self.kill9();

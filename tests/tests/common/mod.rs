@@ -11,6 +11,26 @@ use serde_json::Value;
 use server::store::Db;
 use server::state::{AppState, RuntimeOptions};
 
+/// Directories a test harness made: removed when their last holder is dropped, unless the
+/// test is failing (then they stay, with the server's log, for reading). `make test` also
+/// gives each run a temp dir of its own (`.ci/scratch.sh`).
+pub struct Scratch(pub Vec<std::path::PathBuf>);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            for dir in &self.0 {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+}
+
+/// The directory of a SQLite database made by [`fresh_database`] (`None` for PostgreSQL).
+pub fn sqlite_dir(db_url: &str) -> Option<std::path::PathBuf> {
+    db_url.strip_prefix("sqlite://").and_then(|p| std::path::Path::new(p).parent()).map(|d| d.to_path_buf())
+}
+
 /// Which database a test runs against.
 #[derive(Debug, Clone, Copy)]
 pub enum Backend {
@@ -27,6 +47,8 @@ pub struct TestApp {
     pub db_url: String,
     pub state: AppState,
     tokens: std::sync::Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>,
+    /// What [`TestApp::spawn`] made (nothing for [`TestApp::spawn_with`]: its caller's).
+    scratch: std::sync::Arc<Scratch>,
 }
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -62,7 +84,8 @@ impl TestApp {
     pub async fn spawn(backend: Backend) -> TestApp {
         let db_url = fresh_database(backend).await;
         let data_dir = std::env::temp_dir().join(unique("berth_data"));
-        Self::spawn_with(db_url, RuntimeOptions::local(data_dir)).await
+        let made = Scratch(sqlite_dir(&db_url).into_iter().chain([data_dir.clone()]).collect());
+        TestApp { scratch: std::sync::Arc::new(made), ..Self::spawn_with(db_url, RuntimeOptions::local(data_dir)).await }
     }
 
     /// Starts the full router over `db_url` with `options` (e.g. anonymous mode off).
@@ -74,7 +97,7 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        TestApp { url, http: reqwest::Client::new(), db_url, state, tokens: Default::default() }
+        TestApp { url, http: reqwest::Client::new(), db_url, state, tokens: Default::default(), scratch: std::sync::Arc::new(Scratch(Vec::new())) }
     }
 
     /// The secret of a token for `user` with `role`, made once per user and role.
