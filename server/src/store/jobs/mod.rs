@@ -248,6 +248,11 @@ const SPEC_UPDATE: &str = "UPDATE jobs SET spec_json = $1, req_cpu = $2, req_gpu
 const SPEC_UPDATE_PARAMS: usize = 5;
 
 const INSERT_STAGE: &str = "INSERT INTO stages (id, name, submitter, created_at_us, parallelism_json) VALUES ($1, $2, $3, $4, $5)";
+const STAGE_PARAMS: usize = 5;
+
+/// A label of a job inserted in the same text, found by the job's id (SQLite's one trip).
+const LABEL_ROW: &str = "(?, ?, (SELECT seq FROM jobs WHERE id = ?))";
+const LABEL_PARAMS: usize = 3;
 
 const INSERT_EVENTS: &str =
     "INSERT INTO events (at_us, kind, job_id, queue, flavor, node, config_version, rule_index, message, detail_json) VALUES";
@@ -260,6 +265,13 @@ const SQLITE_ONE_TRIP_PARAMS: usize = 30_000;
 type AnyQuery<'q> = sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>;
 
 /// Parameters of one [`JobStore::update`].
+/// Parameters of [`JobStore::insert_in_one_trip`]: a stage's, the jobs', their labels' and
+/// the events'.
+fn insert_params(jobs: &[JobRow], events: &[NewEvent]) -> usize {
+    let labels: usize = jobs.iter().map(|j| j.spec.labels.len()).sum();
+    STAGE_PARAMS + jobs.len() * NEW_JOB_PARAMS + labels * LABEL_PARAMS + events.len() * EVENT_PARAMS
+}
+
 fn update_params(jobs: &[(&JobRow, bool)], events: &[NewEvent]) -> usize {
     jobs.iter().map(|(_, spec)| JOB_UPDATE_PARAMS + if *spec { SPEC_UPDATE_PARAMS } else { 0 }).sum::<usize>() + events.len() * EVENT_PARAMS
 }
@@ -348,9 +360,7 @@ impl JobStore {
     /// first.
     pub async fn insert(&self, stage: Option<(&str, &str, &str, i64, &Parallelism)>, jobs: &[JobRow], events: &[NewEvent]) -> Result<()> {
         let _turn = self.write_turn().await;
-        let labels: usize = jobs.iter().map(|j| j.spec.labels.len()).sum();
-        let params = jobs.len() * NEW_JOB_PARAMS + labels * 3 + events.len() * EVENT_PARAMS + 5;
-        if self.db.kind == DbKind::Sqlite && params <= SQLITE_ONE_TRIP_PARAMS {
+        if self.db.kind == DbKind::Sqlite && insert_params(jobs, events) <= SQLITE_ONE_TRIP_PARAMS {
             self.insert_in_one_trip(stage, jobs, events).await.map_err(|e| duplicate_submission(e, jobs))?;
             self.changed();
             return Ok(());
@@ -376,9 +386,8 @@ impl JobStore {
         Ok(())
     }
 
-    /// Writes the mutable columns of `jobs` and appends `events`, atomically.
-    /// Writes changed jobs and new events in one transaction; a job's spec (JSON) only when
-    /// its flag says the spec changed (a new requested priority).
+    /// Writes the mutable columns of `jobs` and appends `events`, atomically; a job's spec
+    /// (JSON) only when its flag says the spec changed (a new requested priority).
     pub async fn update(&self, now_us: i64, jobs: &[(&JobRow, bool)], events: &[NewEvent]) -> Result<()> {
         if jobs.is_empty() && events.is_empty() {
             return Ok(());
@@ -410,21 +419,18 @@ impl JobStore {
     }
 
     /// [`JobStore::update`] on SQLite as one multi-statement query (`BEGIN IMMEDIATE; UPDATE
-    /// …; INSERT …; COMMIT`): one round trip to the connection's worker thread instead of
-    /// one per statement, which was most of what the admission loop's commit cost. Its
-    /// parameters are `?`, which sqlx binds in turn across the statements. A failing
-    /// statement leaves the transaction open, so it is rolled back here before the
-    /// connection goes back to the pool (and the connection closed if even that fails).
+    /// …; INSERT …; COMMIT`, see [`JobStore::one_trip`]): one round trip to the connection's
+    /// worker thread instead of one per statement, which was most of what the admission
+    /// loop's commit cost. Its parameters are `?`, which sqlx binds in turn across the
+    /// statements.
     async fn update_in_one_trip(&self, now_us: i64, jobs: &[(&JobRow, bool)], events: &[NewEvent]) -> Result<()> {
         let mut sql = String::from("BEGIN IMMEDIATE;\n");
         let mut specs = Vec::new();
-        for &(job, spec_changed) in jobs {
-            if spec_changed {
-                let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
-                specs.push(spec);
-                sql.push_str(&anonymous(SPEC_UPDATE));
-                sql.push_str(";\n");
-            }
+        for &(job, _) in jobs.iter().filter(|(_, spec_changed)| *spec_changed) {
+            let spec = serde_json::to_string(&job.spec).map_err(|e| JobStoreError::Corrupt { id: job.id.clone(), message: e.to_string() })?;
+            specs.push((job, spec));
+            sql.push_str(&anonymous(SPEC_UPDATE));
+            sql.push_str(";\n");
         }
         // The jobs' rows in one statement per chunk (SQLite prepares each statement of the
         // text: one per job was most of this write's cost).
@@ -438,9 +444,8 @@ impl JobStore {
         }
         sql.push_str("COMMIT;");
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
-        let mut specs = specs.into_iter();
-        for &(job, _) in jobs.iter().filter(|(_, spec_changed)| *spec_changed) {
-            query = bind_requested(query.bind(specs.next().unwrap_or_default()), &job.spec).bind(&job.id);
+        for (job, spec) in specs {
+            query = bind_requested(query.bind(spec), &job.spec).bind(&job.id);
         }
         for &(job, _) in jobs {
             query = bind_job_update(query, job, now_us);
@@ -466,11 +471,7 @@ impl JobStore {
         let labels: Vec<(&str, &str, &str)> =
             jobs.iter().flat_map(|j| j.spec.labels.iter().map(move |(k, v)| (k.as_str(), v.as_str(), j.id.as_str()))).collect();
         for chunk in labels.chunks(ROWS_PER_INSERT * 4) {
-            sql.push_str("INSERT INTO job_labels (key, value, job_seq) VALUES ");
-            for i in 0..chunk.len() {
-                sql.push_str(if i == 0 { "(?, ?, (SELECT seq FROM jobs WHERE id = ?))" } else { ", (?, ?, (SELECT seq FROM jobs WHERE id = ?))" });
-            }
-            sql.push_str(";\n");
+            sql.push_str(&format!("INSERT INTO job_labels (key, value, job_seq) VALUES {};\n", vec![LABEL_ROW; chunk.len()].join(", ")));
         }
         for chunk in events.chunks(ROWS_PER_INSERT) {
             sql.push_str(&format!("{INSERT_EVENTS} {};\n", placeholders(DbKind::Sqlite, chunk.len(), EVENT_PARAMS, "")));
