@@ -11,13 +11,14 @@
 //! Needs `BERTH_BENCH_PG_URL` (an admin URL; `make bench` sets it); skipped without it.
 //! `BERTH_BENCH_QUICK=1` does 3 kills and 2 s of submissions (a smoke run, not figures).
 
+mod support;
+
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{json, Value};
-use sqlx::Connection;
 
 fn bin() -> String {
     std::env::var("BERTH_BENCH_BIN").ok().filter(|b| !b.is_empty()).unwrap_or_else(|| env!("CARGO_BIN_EXE_berth").to_string())
@@ -90,14 +91,6 @@ impl Drop for Replica {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-async fn fresh_database(admin: &str) -> String {
-    let name = format!("berth_bench_replicas_{}", std::process::id());
-    let mut conn = sqlx::PgConnection::connect(admin).await.expect("connect to PostgreSQL");
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name}"))).execute(&mut conn).await.unwrap();
-    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
-    format!("{}/{name}", admin.rsplit_once('/').unwrap().0)
 }
 
 async fn leader(rs: &[Replica]) -> usize {
@@ -190,11 +183,10 @@ fn pct(xs: &mut [Duration], p: f64) -> f64 {
 
 #[tokio::main]
 async fn main() {
-    let Ok(admin) = std::env::var("BERTH_BENCH_PG_URL") else {
+    let Some(db) = support::fresh_db_url("postgres", "replicas").await else {
         println!("replicas: skipped: BERTH_BENCH_PG_URL is not set");
         return;
     };
-    let db = fresh_database(&admin).await;
     let dir = std::env::temp_dir().join(format!("berth-bench-replicas-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

@@ -129,9 +129,15 @@ pub const KUEUE_LARGE_SCALE: KueueScenario = KueueScenario {
 /// [`remove_fresh_dirs`] deletes this process's SQLite directories at the end; `.ci/pg.sh
 /// start` drops the PostgreSQL databases once this process is gone.
 pub async fn fresh_db(kind: &str, case: &str) -> Option<server::store::Db> {
+    let url = fresh_db_url(kind, case).await?;
+    Some(server::store::Db::connect(&url).await.expect("database opens"))
+}
+
+/// [`fresh_db`]'s URL, for a bench that gives it to `berth serve`.
+pub async fn fresh_db_url(kind: &str, case: &str) -> Option<String> {
     use sqlx::Connection;
     let pid = std::process::id();
-    let url = match kind {
+    Some(match kind {
         "sqlite" => {
             let dir = std::env::temp_dir().join(format!("berth-bench-{pid}-{case}"));
             let _ = std::fs::remove_dir_all(&dir);
@@ -145,8 +151,7 @@ pub async fn fresh_db(kind: &str, case: &str) -> Option<server::store::Db> {
             sqlx::raw_sql(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}"))).execute(&mut conn).await.unwrap();
             format!("{}/{name}", admin.rsplit_once('/').unwrap().0)
         }
-    };
-    Some(server::store::Db::connect(&url).await.expect("database opens"))
+    })
 }
 
 /// Deletes the SQLite directories [`fresh_db`] made in this process.
