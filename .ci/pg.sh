@@ -20,9 +20,10 @@ start)
     # log, which can take longer than pg_ctl's default minute on a busy machine.
     as_pg "$bin/pg_ctl -D $PGDATA -l $PGDATA/../server.log -w -t 300 -o '-p $PGPORT -k /tmp -c listen_addresses=127.0.0.1 -c max_connections=200' start >/dev/null"
   fi
-  # Databases the tests and benches made (named berth_test_PID_..., berth_e2e_NAME_PID_...,
-  # berth_bench_NAME_PID...) are never dropped by them: drop those whose process is gone, so
-  # runs do not pile up gigabytes here. A database still in use is left alone.
+  # Databases the tests and benches made (berth_test_PID_..., berth_e2e_NAME_PID_...,
+  # berth_bench_PID_CASE, and older benches' berth_bench_NAME_PID) are never dropped by them:
+  # drop those whose process is gone, so runs do not pile up gigabytes here. A database
+  # still in use is left alone.
   as_pg "$bin/psql -h 127.0.0.1 -p $PGPORT -Atqc \"SELECT datname FROM pg_database WHERE datname ~ '^berth_(test|e2e|bench)_'\"" |
     while read -r db; do
       pid=$(sed -E 's/^berth_(test|bench|e2e_[a-z]+|bench_[a-z]+)_([0-9]+).*/\2/' <<<"$db")

@@ -48,7 +48,7 @@ fn print_queues(queues: &[QueueView]) {
             .usage
             .iter()
             .map(|u| {
-                let mut cell = format!("{}.{}={}/{}", u.flavor, u.resource, u.used, u.nominal.map_or("∞".into(), |n| n.to_string()));
+                let mut cell = format!("{}.{}={}/{}", u.flavor, u.resource, u.used, amount(u.nominal));
                 if q.cohort.is_some() && (u.borrowed > 0.0 || u.lent > 0.0) {
                     cell.push_str(&format!(" (+{} borrowed, {} lent)", u.borrowed, u.lent));
                 }
@@ -89,7 +89,7 @@ pub async fn run_cohorts(cli: &Cli, name: Option<&str>, output: Output) -> Resul
                     let usage: Vec<String> = m
                         .usage
                         .iter()
-                        .map(|u| format!("{}.{}={}/{} (+{} borrowed, {} lent)", u.flavor, u.resource, u.used, u.nominal.map_or("∞".into(), |n| n.to_string()), u.borrowed, u.lent))
+                        .map(|u| format!("{}.{}={}/{} (+{} borrowed, {} lent)", u.flavor, u.resource, u.used, amount(u.nominal), u.borrowed, u.lent))
                         .collect();
                     let share = m.share.map_or("-".into(), |s| format!("{s:.0}%"));
                     println!("{:<16}  {:>7}  {:>7}  {:>6}  {:>6}  {}", m.queue, m.pending_count, m.running_count, m.weight, share, usage.join(" "));
@@ -102,13 +102,17 @@ pub async fn run_cohorts(cli: &Cli, name: Option<&str>, output: Output) -> Resul
 
 /// A cohort's pools, one cell per flavor × resource.
 fn pool_cells(c: &CohortView) -> String {
-    let unlimited = |x: Option<f64>| x.map_or("∞".into(), |x| x.to_string());
     let cells: Vec<String> = c
         .pools
         .iter()
-        .map(|p| format!("{}.{}={}/{} ({} borrowed, {} idle of {})", p.flavor, p.resource, p.used, unlimited(p.nominal), p.borrowed, unlimited(p.idle), unlimited(p.lendable)))
+        .map(|p| format!("{}.{}={}/{} ({} borrowed, {} idle of {})", p.flavor, p.resource, p.used, amount(p.nominal), p.borrowed, amount(p.idle), amount(p.lendable)))
         .collect();
     cells.join(" ")
+}
+
+/// A quota or pool amount; `None` is unlimited.
+fn amount(x: Option<f64>) -> String {
+    x.map_or("∞".into(), |x| x.to_string())
 }
 
 /// `berth nodes`.
