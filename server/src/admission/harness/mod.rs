@@ -204,6 +204,20 @@ async fn jobs_are_admitted_in_order_within_quota_and_the_next_starts_when_one_en
 }
 
 #[tokio::test]
+async fn the_end_of_the_last_live_job_is_written_at_once_not_a_flush_later() {
+    let mut h = Harness::new(TEAM).await;
+    let a = h.submit(job("a")).await;
+    let b = h.submit(job("b")).await;
+    h.exit(&a, 0).await;
+    assert!(h.lp.committing.is_none(), "b still runs: a's end rides with a later write");
+    assert_eq!(h.lp.store.get(&a).await.unwrap().state, JobState::Running);
+    h.exit(&b, 0).await;
+    let write = h.lp.committing.take().expect("nothing is left to run: the ends are written now");
+    h.lp.committed(write.await, true);
+    assert_eq!((h.lp.store.get(&a).await.unwrap().state, h.lp.store.get(&b).await.unwrap().state), (JobState::Succeeded, JobState::Succeeded));
+}
+
+#[tokio::test]
 async fn a_job_past_its_timeout_is_stopped_and_timed_out() {
     let mut h = Harness::new(TEAM).await;
     let a = h.submit(serde_json::json!({"entrypoint": "sleep 100", "resources": {"cpu": 1}, "timeout_s": 10})).await;
