@@ -132,7 +132,9 @@ impl Server {
                 eprintln!("{} jobs still open after {timeout:?}: cancelled", ids.len());
                 return ids;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            // Finer than the server's own steps (a job here takes about 1 ms), so the wall
+            // time is the scheduler's, not this poll's.
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -285,6 +287,7 @@ async fn berth_throughput(n: usize, how: Submit) -> (f64, String) {
     let server = Server::start("throughput", &["--local-cpus", "64"]).await;
     server.apply(&one_queue(2)).await;
     let job = json!({"entrypoint": "true", "resources": {"cpu": 1}});
+    let (idle0, client0) = (machine_idle(), own_cpu());
     let t = Instant::now();
     match how {
         Submit::Each => {
@@ -310,6 +313,8 @@ async fn berth_throughput(n: usize, how: Submit) -> (f64, String) {
     // 1,000 no-op jobs take about 2 s (xargs) to 4 s (Berth): 300 s means something is stuck.
     let never_ended = server.drain(Duration::from_secs(300)).await;
     let wall = t.elapsed().as_secs_f64();
+    let seen = Utc::now();
+    let (idle, client) = (machine_idle() - idle0, own_cpu() - client0);
     let (server_cpu, _) = server.usage();
     let jobs_cpu = server.children_cpu();
     let jobs = server.all_jobs().await;
@@ -319,15 +324,32 @@ async fn berth_throughput(n: usize, how: Submit) -> (f64, String) {
     let peak = peak_running(&events);
     assert!(peak <= 2, "berth ran {peak} at once with a quota of 2");
     let gaps = slot_gaps(&events);
+    let last_end = events.iter().filter(|e| e["kind"] == "finished").filter_map(|e| time(&e["at"])).max();
+    let lag = last_end.map_or(f64::NAN, |end| (seen - end).num_microseconds().unwrap_or(0) as f64 / 1000.0);
     let mut line = format!(
         "all {n} submitted after {submitted:.2} s, never more than {peak} running (event log); server {server_cpu:.2} s CPU, \
-         jobs {jobs_cpu:.2} s CPU; per job (ms, p50/p90): finished -> next admitted {}, admitted -> started {}, started -> finished {}",
+         jobs {jobs_cpu:.2} s CPU, this bench's client {client:.2} s CPU, the machine's cores idle {idle:.2} s; the last job ended {lag:.0} ms before the bench saw every job done; per job (ms, p50/p90): finished -> next admitted {}, admitted -> started {}, started -> finished {}",
         gaps[0], gaps[1], gaps[2]
     );
     if not_succeeded > 0 {
         line += &format!("; NOT every job succeeded: {not_succeeded}, of which {} never ended (cancelled after 300 s)", never_ended.len());
     }
     (wall, line)
+}
+
+/// Seconds all cores of this machine have been idle (`/proc/stat`: idle and iowait).
+fn machine_idle() -> f64 {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let cpu: Vec<f64> = stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
+    (cpu.get(3).unwrap_or(&0.0) + cpu.get(4).unwrap_or(&0.0)) / 100.0
+}
+
+/// CPU seconds (user + system) of this bench process so far: the client's share.
+fn own_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
+    let ticks = |i: usize| fields.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// The middle value (the upper one of an even count).
