@@ -69,14 +69,6 @@ fn config(s: &KueueScenario) -> SchedulerConfig {
     }
 }
 
-/// User + system CPU time of this process, from /proc (Linux); `None` elsewhere.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks / 100.0) // USER_HZ is 100 on Linux
-}
-
 fn run(s: &KueueScenario) {
     let compiled = engine::compile(&config(s)).expect("scenario config compiles");
     let queues = s.cohorts * s.queues_per_cohort;
@@ -110,11 +102,11 @@ fn run(s: &KueueScenario) {
         }
     }
 
-    let cpu0 = cpu_seconds();
+    let cpu0 = support::cpu_seconds("self", false);
     let t = Instant::now();
     let report = sim::run(&compiled, &nodes, &arrivals, &sim::Options::default());
     let real = t.elapsed().as_secs_f64();
-    let cpu = cpu_seconds().zip(cpu0).map(|(a, b)| a - b);
+    let cpu = support::cpu_seconds("self", false).zip(cpu0).map(|(a, b)| a - b);
 
     let unfinished = report.jobs.iter().filter(|j| j.finished_ms.is_none()).count();
     let (mut last, mut n, mut evictions, mut borrowed) = ([0i64; 3], [0i64; 3], [0u32; 3], 0usize);

@@ -217,10 +217,7 @@ fn peak_rss_mb() -> Option<f64> {
 
 /// User + system CPU seconds of this process so far (Linux).
 fn cpu_s() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit_once(')').map_or("", |s| s.1).split_whitespace().collect();
-    let tick = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
-    (tick(11) + tick(12)) / 100.0
+    support::cpu_seconds("self", false).unwrap_or(0.0)
 }
 
 struct Row {

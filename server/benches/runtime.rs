@@ -169,10 +169,7 @@ impl Server {
     /// Server CPU seconds (user + system, not its children) and peak RSS in MB.
     fn usage(&self) -> (f64, f64) {
         let pid = self.child.id();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
-        let ticks = |i: usize| fields.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-        let cpu = (ticks(11) + ticks(12)) / 100.0;
+        let cpu = support::cpu_seconds(&pid.to_string(), false).unwrap_or(0.0);
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         let hwm = status.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()).unwrap_or(0.0);
         (cpu, hwm / 1024.0)
@@ -180,10 +177,7 @@ impl Server {
 
     /// CPU seconds (user + system) of the server's reaped children: the jobs themselves.
     fn children_cpu(&self) -> f64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).unwrap_or_default();
-        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
-        let ticks = |i: usize| fields.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-        (ticks(13) + ticks(14)) / 100.0
+        support::cpu_seconds(&self.child.id().to_string(), true).unwrap_or(0.0)
     }
 
     /// Bytes this server process has caused to be written to storage.
@@ -287,7 +281,7 @@ async fn berth_throughput(n: usize, how: Submit) -> (f64, String) {
     let server = Server::start("throughput", &["--local-cpus", "64"]).await;
     server.apply(&one_queue(2)).await;
     let job = json!({"entrypoint": "true", "resources": {"cpu": 1}});
-    let (idle0, client0) = (machine_idle(), own_cpu());
+    let (idle0, client0) = (machine_idle(), support::cpu_seconds("self", false).unwrap_or(0.0));
     let t = Instant::now();
     match how {
         Submit::Each => {
@@ -314,7 +308,7 @@ async fn berth_throughput(n: usize, how: Submit) -> (f64, String) {
     let never_ended = server.drain(Duration::from_secs(300)).await;
     let wall = t.elapsed().as_secs_f64();
     let seen = Utc::now();
-    let (idle, client) = (machine_idle() - idle0, own_cpu() - client0);
+    let (idle, client) = (machine_idle() - idle0, support::cpu_seconds("self", false).unwrap_or(0.0) - client0);
     let (server_cpu, _) = server.usage();
     let jobs_cpu = server.children_cpu();
     let jobs = server.all_jobs().await;
@@ -342,14 +336,6 @@ fn machine_idle() -> f64 {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let cpu: Vec<f64> = stat.lines().next().unwrap_or_default().split_whitespace().skip(1).filter_map(|f| f.parse().ok()).collect();
     (cpu.get(3).unwrap_or(&0.0) + cpu.get(4).unwrap_or(&0.0)) / 100.0
-}
-
-/// CPU seconds (user + system) of this bench process so far: the client's share.
-fn own_cpu() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, r)| r.split_whitespace().collect()).unwrap_or_default();
-    let ticks = |i: usize| fields.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// The middle value (the upper one of an even count).

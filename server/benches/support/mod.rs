@@ -123,6 +123,17 @@ pub const KUEUE_LARGE_SCALE: KueueScenario = KueueScenario {
     kueue: (1179.4, [105.6, 256.4, 700.4], 38.64, None),
 };
 
+/// CPU seconds (user + system) from `/proc/{pid}/stat` (`pid` `self`: this process): the
+/// process's own, or with `children` those of its reaped children (a server's jobs). `None`
+/// where `/proc` cannot be read (not Linux).
+pub fn cpu_seconds(pid: &str, children: bool) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let first = if children { 13 } else { 11 };
+    let ticks: f64 = fields.get(first)?.parse::<f64>().ok()? + fields.get(first + 1)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0) // USER_HZ is 100 on Linux
+}
+
 /// A fresh, empty database for a bench case: SQLite in a directory of its own under the temp
 /// dir, or PostgreSQL in a database of its own on `BERTH_BENCH_PG_URL` (`None` when it is not
 /// set). `case` (lowercase letters, digits, `_`) tells the benches and their cases apart.
