@@ -115,6 +115,7 @@ pub fn runtime_options(args: &ServeArgs) -> Result<RuntimeOptions> {
         bail!("--kill-grace-s: must be between 0 and 3600 seconds, got {}", args.kill_grace_s);
     }
     local.kill_grace = std::time::Duration::from_secs_f64(args.kill_grace_s);
+    local.simulate = args.simulate;
     if let Some(node) = &args.local_node {
         if node.trim().is_empty() || node.chars().any(char::is_whitespace) {
             bail!("--local-node: `{node}` is not a valid node name (no spaces, not empty)");

@@ -10,6 +10,7 @@ use crate::backends::{Backend, Registry};
 use crate::backends::local::{LocalBackend, LocalConfig};
 use crate::backends::ray::{RayBackend, RayConfig};
 use crate::backends::slurm::{SlurmBackend, SlurmConfig};
+use crate::backends::sim::SimBackend;
 use crate::store::jobs::JobStore;
 use crate::admission::Settings;
 use crate::services::jobs::Runtime;
@@ -91,8 +92,10 @@ impl AppState {
         let (exits_tx, exits_rx) = tokio::sync::mpsc::unbounded_channel();
         let mut backends = Registry::default();
         let mut ray_backends = Vec::new();
-        if let Some(local) = options.local {
-            backends.register(LocalBackend::new(local, exits_tx.clone())).map_err(anyhow::Error::msg)?;
+        match options.local {
+            Some(local) if local.simulate => backends.register(SimBackend::new(local, exits_tx.clone())).map_err(anyhow::Error::msg)?,
+            Some(local) => backends.register(LocalBackend::new(local, exits_tx.clone())).map_err(anyhow::Error::msg)?,
+            None => {}
         }
         for cfg in options.ray {
             let ray = RayBackend::new(cfg, exits_tx.clone()).map_err(anyhow::Error::msg)?;

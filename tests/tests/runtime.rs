@@ -565,6 +565,42 @@ async fn a_submission_after_an_apply_is_decided_under_it(backend: Backend) {
     }
 }
 
+/// `serve --simulate` runs nothing: a job lasts what its `sleep` says, any other ends at
+/// once, and quota, order and preemption are as on a real host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_simulated_host_runs_nothing_but_schedules_as_a_real_one() {
+    let b = Berth::start(Backend::Sqlite, &["--local-cpus", "64", "--simulate"]).await;
+    b.apply(CONFIG).await;
+    let marker = b.dir.join("ran");
+    let short = b.submit(job("one", "sleep 1")).await;
+    let other = b.submit(job("one", &format!("touch {}", marker.display()))).await;
+    b.wait_state(&short, &["running"], SECS(10)).await;
+    assert_eq!(b.job(&other).await["state"], "pending", "queue `one` holds 1 CPU");
+    let done = b.wait_state(&short, &["succeeded"], SECS(10)).await;
+    let (started, finished) = (done["started_at"].as_str().unwrap(), done["finished_at"].as_str().unwrap());
+    let lasted = chrono::DateTime::parse_from_rfc3339(finished).unwrap() - chrono::DateTime::parse_from_rfc3339(started).unwrap();
+    assert!(lasted.num_milliseconds() >= 900, "`sleep 1` lasted {lasted} ({done})");
+    b.wait_state(&other, &["succeeded"], SECS(10)).await;
+    assert!(!marker.exists(), "a simulated job's command never runs");
+    // Preemption stops a simulated run as it would a process: the victim waits again.
+    let mut low = job("lp", "sleep 300");
+    low["priority"] = json!(1);
+    low["resources"]["cpu"] = json!(2);
+    let low = b.submit(low).await;
+    b.wait_state(&low, &["running"], SECS(10)).await;
+    let mut high = job("lp", "sleep 300");
+    high["priority"] = json!(50);
+    high["resources"]["cpu"] = json!(2);
+    let high = b.submit(high).await;
+    b.wait_state(&high, &["running"], SECS(10)).await;
+    let victim = b.job(&low).await;
+    assert_eq!((victim["state"].as_str(), victim["runs"].as_i64()), (Some("pending"), Some(1)), "{victim}");
+    let (status, j) = b.post(&format!("/api/v1/jobs/{high}/cancel"), &json!({})).await;
+    assert_eq!((status, j["state"].as_str()), (200, Some("cancelled")), "{j}");
+    let back = b.wait_state(&low, &["running"], SECS(10)).await;
+    assert_eq!(back["runs"], 2, "{back}");
+}
+
 on_both_databases!(
     routes_and_rejects_with_reasons,
     a_burst_of_500_never_exceeds_quota,

@@ -9,6 +9,7 @@
 
 pub mod local;
 pub mod ray;
+pub mod sim;
 pub mod slurm;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

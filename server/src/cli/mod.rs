@@ -203,6 +203,12 @@ pub struct ServeArgs {
     /// Do not run jobs on this host (only on other backends).
     #[arg(long)]
     pub no_local: bool,
+    /// Run nothing on this host, only pretend to: the local node is offered as the
+    /// `--local-*` options say, and a job whose entrypoint is `sleep N` "runs" for N seconds,
+    /// any other ends at once, all with code 0 and no output. For load tests of the
+    /// scheduler and trying a config at scale (as kwok does for Kubernetes).
+    #[arg(long, conflicts_with = "no_local")]
+    pub simulate: bool,
     /// CPUs the local backend offers (default: the host's cores).
     #[arg(long, env = "BERTH_LOCAL_CPUS")]
     pub local_cpus: Option<f64>,

@@ -127,6 +127,9 @@ pub struct LocalConfig {
     pub workdir_roots: Vec<PathBuf>,
     /// Spare directories kept ready, and half the spare log files ([`SPARE_FLOOR`]).
     pub spare_floor: usize,
+    /// Run nothing: the node is offered as configured, and its runs are simulated
+    /// ([`crate::backends::sim`]).
+    pub simulate: bool,
 }
 
 impl LocalConfig {
@@ -147,6 +150,7 @@ impl LocalConfig {
             log_limit_bytes: 64 * 1024 * 1024,
             workdir_roots: Vec::new(),
             spare_floor: SPARE_FLOOR,
+            simulate: false,
         }
     }
 }
