@@ -5,10 +5,12 @@
 //! * throughput: 1,000 `true` jobs through 2 slots, beside `xargs -P 2` and GNU `parallel -j 2`,
 //!   in 5 interleaved rounds (medians);
 //! * kueue: Kueue's scheduler baseline (15,000 jobs, 5 cohorts x 6 queues, borrowing limit 100,
-//!   reclaim any) in real time, jobs `sleep`ing for their runtime on a local host declaring
-//!   600 CPUs, beside Kueue's measured means (target: half of each, usage at least Kueue's);
-//! * kueue_large: Kueue's large-scale scenario the same way (50,000 jobs, 10 cohorts x 100
-//!   queues, a host declaring 20,000 CPUs);
+//!   reclaim any) in real time with a no-op runner, as Kueue measures it (`serve --simulate`:
+//!   each job "runs" for its runtime, no process), on a host declaring 600 CPUs, beside
+//!   Kueue's measured means (target: half of each, usage at least Kueue's);
+//! * kueue_processes: the same with each job a real local process `sleep`ing for its runtime;
+//! * kueue_large, kueue_large_processes: Kueue's large-scale scenario the same two ways
+//!   (50,000 jobs, 10 cohorts x 100 queues, a host declaring 20,000 CPUs);
 //! * idle: 100,000 pending jobs that cannot fit: server CPU and database writes while idle;
 //! * ray: 200 no-op jobs through Berth vs straight to Ray's Jobs API, flooded and with the
 //!   same number in flight as Berth (needs `BERTH_BENCH_RAY_URL`, which `make bench` sets
@@ -466,10 +468,23 @@ fn kueue_config(s: &KueueScenario) -> String {
 /// from when its API server did).
 const KUEUE_IN_FLIGHT: usize = 64;
 
-async fn kueue(s: &KueueScenario) {
+/// What runs a job of Kueue's scenarios.
+#[derive(Clone, Copy, PartialEq)]
+enum Runner {
+    /// Nothing (`berth serve --simulate`), as Kueue's own runner: the scheduler alone.
+    NoOp,
+    /// A local process sleeping for the job's runtime.
+    Processes,
+}
+
+async fn kueue(s: &KueueScenario, runner: Runner) {
     let scale = if quick() { 10 } else { 1 };
     let cpus = (s.queues() * 20).to_string();
-    let server = Server::start(&format!("kueue-{}", s.name), &["--local-cpus", &cpus, "--tick-ms", "100"]).await;
+    let mut flags = vec!["--local-cpus", &cpus, "--tick-ms", "100"];
+    if runner == Runner::NoOp {
+        flags.push("--simulate");
+    }
+    let server = Server::start(&format!("kueue-{}", s.name), &flags).await;
     server.apply(&kueue_config(s)).await;
     // Every arrival at its time, as Kueue's generator makes them (after each interval):
     // (at ms, queue, class).
@@ -564,8 +579,12 @@ async fn kueue(s: &KueueScenario) {
     let min_usage = usages.iter().copied().fold(f64::MAX, f64::min);
     let avg_mcpu = (cpu1 - cpu0) / wall * 1000.0;
     println!(
-        "\n## Kueue {} in real time: {} jobs, {} cohorts x {} queues x 20 CPU (borrowing limit 100, reclaim any), local host declaring {cpus} CPUs{}",
+        "\n## Kueue {} in real time, {}: {} jobs, {} cohorts x {} queues x 20 CPU (borrowing limit 100, reclaim any), local host declaring {cpus} CPUs{}",
         s.name,
+        match runner {
+            Runner::NoOp => "no-op runner (berth serve --simulate)",
+            Runner::Processes => "each job a local process sleeping for its runtime",
+        },
         arrivals.len(),
         s.cohorts,
         s.queues_per_cohort,
@@ -720,7 +739,7 @@ async fn scenario(name: &str, run: impl std::future::Future<Output = ()> + Send 
 
 #[tokio::main]
 async fn main() {
-    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,kueue_large,ray,ray_api,slurm".into());
+    let want = std::env::var("BERTH_BENCH_RUNTIME").unwrap_or_else(|_| "latency,throughput,idle,kueue,kueue_processes,kueue_large,kueue_large_processes,ray,ray_api,slurm".into());
     let want: Vec<&str> = want.split(',').map(str::trim).collect();
     println!("binary: {}", bin());
     println!("# Berth runtime benchmarks (bench-profile binary, SQLite, local backend){}", if quick() { " — QUICK mode" } else { "" });
@@ -734,11 +753,15 @@ async fn main() {
     if want.contains(&"idle") && !scenario("idle", idle()).await {
         failed.push("idle");
     }
-    if want.contains(&"kueue") && !scenario("kueue", kueue(&KUEUE_BASELINE)).await {
-        failed.push("kueue");
-    }
-    if want.contains(&"kueue_large") && !scenario("kueue_large", kueue(&KUEUE_LARGE_SCALE)).await {
-        failed.push("kueue_large");
+    for (name, s, runner) in [
+        ("kueue", &KUEUE_BASELINE, Runner::NoOp),
+        ("kueue_processes", &KUEUE_BASELINE, Runner::Processes),
+        ("kueue_large", &KUEUE_LARGE_SCALE, Runner::NoOp),
+        ("kueue_large_processes", &KUEUE_LARGE_SCALE, Runner::Processes),
+    ] {
+        if want.contains(&name) && !scenario(name, kueue(s, runner)).await {
+            failed.push(name);
+        }
     }
     if want.contains(&"ray") {
         match std::env::var("BERTH_BENCH_RAY_URL") {
