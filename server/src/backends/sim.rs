@@ -17,7 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use super::local::LocalConfig;
 use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream, Traits};
-use crate::engine::{Node, Resources};
+use crate::engine::Node;
 
 /// Simulated runs on the local backend's node.
 #[derive(Debug)]
@@ -62,13 +62,7 @@ impl Backend for SimBackend {
     }
 
     fn nodes(&self) -> Vec<Node> {
-        vec![Node {
-            id: self.cfg.node_id.as_str().into(),
-            backend: self.cfg.name.as_str().into(),
-            labels: self.cfg.labels.clone(),
-            capacity: self.cfg.capacity.clone(),
-            used_outside: Resources::default(),
-        }]
+        vec![self.cfg.node()]
     }
 
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {

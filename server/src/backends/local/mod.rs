@@ -153,6 +153,17 @@ impl LocalConfig {
             simulate: false,
         }
     }
+
+    /// The one node this host is.
+    pub fn node(&self) -> Node {
+        Node {
+            id: self.node_id.as_str().into(),
+            backend: self.name.as_str().into(),
+            labels: self.labels.clone(),
+            capacity: self.capacity.clone(),
+            used_outside: Resources::default(),
+        }
+    }
 }
 
 /// `MemTotal` of `/proc/meminfo`, in GiB.
@@ -375,13 +386,7 @@ impl Backend for LocalBackend {
     }
 
     fn nodes(&self) -> Vec<Node> {
-        vec![Node {
-            id: self.cfg.node_id.as_str().into(),
-            backend: self.cfg.name.as_str().into(),
-            labels: self.cfg.labels.clone(),
-            capacity: self.cfg.capacity.clone(),
-            used_outside: Resources::default(),
-        }]
+        vec![self.cfg.node()]
     }
 
     /// At once, unless the run has packages to unpack first.
