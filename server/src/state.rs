@@ -93,7 +93,10 @@ impl AppState {
         let mut backends = Registry::default();
         let mut ray_backends = Vec::new();
         match options.local {
-            Some(local) if local.simulate => backends.register(SimBackend::new(local, exits_tx.clone())).map_err(anyhow::Error::msg)?,
+            Some(local) if local.simulate => {
+                tracing::warn!(node = %local.node_id, "simulating the local node (--simulate): jobs admitted to it do not run");
+                backends.register(SimBackend::new(local, exits_tx.clone())).map_err(anyhow::Error::msg)?
+            }
             Some(local) => backends.register(LocalBackend::new(local, exits_tx.clone())).map_err(anyhow::Error::msg)?,
             None => {}
         }
