@@ -38,6 +38,11 @@ impl SimBackend {
     }
 }
 
+/// The handle of a simulated run, as its start gave it and its adoption gives it again.
+fn handle_of(run: &RunId) -> String {
+    format!("sim-{}", run.key())
+}
+
 /// How long a run of `entrypoint` lasts: `sleep N` lasts N, anything else nothing.
 pub fn simulated_runtime(entrypoint: &str) -> Duration {
     let Some(arg) = entrypoint.trim().strip_prefix("sleep ").map(str::trim) else { return Duration::ZERO };
@@ -72,7 +77,7 @@ impl Backend for SimBackend {
         if runs.contains_key(&run) {
             return Box::pin(async move { Err(BackendError::Failed(format!("run {} was already started", run.key()))) });
         }
-        let handle = format!("sim-{}", run.key());
+        let handle = handle_of(&run);
         let timer = {
             let run = run.clone();
             tokio::spawn(async move {
@@ -96,7 +101,7 @@ impl Backend for SimBackend {
         let watched = self.lock_live().contains_key(&spec.run);
         Box::pin(async move {
             match watched {
-                true => Adopted::Running { handle: format!("sim-{}", spec.run.key()) },
+                true => Adopted::Running { handle: handle_of(&spec.run) },
                 false => Adopted::Ended(Outcome::Failed("a simulated run does not outlive the server that simulated it".into())),
             }
         })
