@@ -14,7 +14,8 @@
 //!
 //! `engine` is pure: a snapshot in, a plan out; `clock` is the one source of time; `zipfile`
 //! reads the packages Ray's clients upload;
-//! `metrics` holds the Prometheus series every layer records into.
+//! `metrics` holds the Prometheus series every layer records into; `slices` asks the kernel
+//! to let the server's threads preempt the jobs they run.
 
 pub mod admission;
 pub mod backends;
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod replicas;
 pub mod serve;
 pub mod services;
+pub mod slices;
 pub mod state;
 pub mod store;
 pub mod zipfile;

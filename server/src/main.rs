@@ -3,10 +3,24 @@
 use clap::Parser;
 use server::cli::{Cli, Command};
 
-#[tokio::main]
-async fn main() {
+fn main() {
     let cli = Cli::try_parse().unwrap_or_else(|e| server::cli::usage_error(e));
-    let code = match &cli.command {
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.enable_all();
+    if matches!(cli.command, Command::Serve(_)) {
+        server::slices::prefer_calling_thread();
+        runtime.on_thread_start(server::slices::prefer_calling_thread);
+    }
+    let runtime = runtime.build().unwrap_or_else(|e| {
+        eprintln!("error: cannot start the async runtime: {e}");
+        std::process::exit(1)
+    });
+    let code = runtime.block_on(run(cli));
+    std::process::exit(code);
+}
+
+async fn run(cli: Cli) -> i32 {
+    match &cli.command {
         Command::Serve(args) => {
             tracing_subscriber::fmt()
                 .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sqlx=warn".into()))
@@ -32,6 +46,5 @@ async fn main() {
                 }
             }
         }
-    };
-    std::process::exit(code);
+    }
 }
