@@ -15,6 +15,12 @@ pub struct Submission {
 /// Most submissions written in one transaction.
 const SUBMIT_BATCH: usize = 500;
 
+/// Times the writer yields to the runtime before it takes a batch. With 16 clients each
+/// posting one job at a time, two yields cut the throughput bench's wall time by about 4 %
+/// (1.52-1.58x of `xargs -P 2` against 1.57-1.65x, three runs by turns; more yields gained
+/// nothing more); a submission alone waits a few microseconds more.
+const GATHER_YIELDS: usize = 2;
+
 /// Stores submissions with group commit: every submission that arrived while the last
 /// transaction ran goes into the next one, so a burst costs a few commits, not one each.
 /// Stored jobs go to the loop before anyone is answered (a `201` means durable and queued),
@@ -23,6 +29,11 @@ const SUBMIT_BATCH: usize = 500;
 pub async fn write_submissions(store: JobStore, cmds: mpsc::UnboundedSender<Cmd>, mut rx: mpsc::UnboundedReceiver<Submission>) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
+        // Let the request handlers that are already running hand in theirs first: they join
+        // this commit instead of each waiting for one of their own (no wait when none is).
+        for _ in 0..GATHER_YIELDS {
+            tokio::task::yield_now().await;
+        }
         while batch.len() < SUBMIT_BATCH {
             match rx.try_recv() {
                 Ok(s) => batch.push(s),
