@@ -2,7 +2,7 @@
 //! jobs still answers requests and turns slots over promptly.
 //!
 //! Linux's EEVDF scheduler (6.12 and later) lets a thread ask for a shorter slice than the
-//! default (about 3 ms on a small host): when it wakes, it may preempt a job that is mid-slice
+//! default (which grows with the core count: 1.4 ms on a 2-core host): when it wakes, it may preempt a job that is mid-slice
 //! instead of queueing behind it. The server's threads run for tens of microseconds at a time
 //! (an exit to handle, a start, a request), so they ask for the shortest slice (0.1 ms); this
 //! changes when they run, not how much CPU they get. The request carries `RESET_ON_FORK`, so

@@ -320,6 +320,12 @@ impl Registry {
     }
 }
 
+/// A mutex's guard, also after a thread panicked while holding it, so one panic does not turn
+/// every later call on a backend into another.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::RunId;

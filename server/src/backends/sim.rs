@@ -16,7 +16,7 @@ use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
 
 use super::local::LocalConfig;
-use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream, Traits};
+use super::{lock, Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartSpec, Stream, Traits};
 use crate::engine::Node;
 
 /// Simulated runs on the local backend's node.
@@ -31,10 +31,6 @@ pub struct SimBackend {
 impl SimBackend {
     pub fn new(cfg: LocalConfig, exits: UnboundedSender<Exit>) -> Arc<SimBackend> {
         Arc::new(SimBackend { cfg, exits, live: Arc::default() })
-    }
-
-    fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, tokio::task::AbortHandle>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -73,7 +69,7 @@ impl Backend for SimBackend {
     fn start(&self, spec: StartSpec) -> BoxFuture<'_, Result<String, BackendError>> {
         let lasts = simulated_runtime(&spec.entrypoint);
         let (run, exits, live) = (spec.run, self.exits.clone(), self.live.clone());
-        let mut runs = self.lock_live();
+        let mut runs = lock(&self.live);
         if runs.contains_key(&run) {
             return Box::pin(async move { Err(BackendError::Failed(format!("run {} was already started", run.key()))) });
         }
@@ -82,7 +78,7 @@ impl Backend for SimBackend {
             let run = run.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(lasts).await;
-                live.lock().unwrap_or_else(|e| e.into_inner()).remove(&run);
+                lock(&live).remove(&run);
                 let _ = exits.send(Exit { run, outcome: Outcome::Exited(0) });
             })
         };
@@ -91,14 +87,14 @@ impl Backend for SimBackend {
     }
 
     fn stop(&self, run: RunId, _handle: String) -> BoxFuture<'_, Result<(), BackendError>> {
-        if let Some(timer) = self.lock_live().remove(&run) {
+        if let Some(timer) = lock(&self.live).remove(&run) {
             timer.abort();
         }
         Box::pin(async { Ok(()) })
     }
 
     fn adopt(&self, spec: StartSpec, _handle: Option<String>) -> BoxFuture<'_, Adopted> {
-        let watched = self.lock_live().contains_key(&spec.run);
+        let watched = lock(&self.live).contains_key(&spec.run);
         Box::pin(async move {
             match watched {
                 true => Adopted::Running { handle: handle_of(&spec.run) },

@@ -59,7 +59,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartJournal, StartSpec, Stream, Traits};
+use super::{lock, Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, RunId, StartJournal, StartSpec, Stream, Traits};
 use crate::engine::{Labels, Milli, Node, Resources};
 
 /// How often logs are checked against their bound and an adopted run is looked at.
@@ -376,7 +376,7 @@ impl LocalBackend {
     }
 
     fn lock_live(&self) -> std::sync::MutexGuard<'_, HashMap<RunId, Proc>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.live)
     }
 }
 

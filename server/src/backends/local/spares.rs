@@ -172,10 +172,6 @@ impl Spares {
 }
 
 
-pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// No other open file description of this file exists: the kernel grants a write lease only
 /// then. Released at once; any failure (a file system without leases) says no.
 pub(super) fn alone(f: &File) -> bool {

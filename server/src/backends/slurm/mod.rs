@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::{Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Report, RunId, StartSpec, Stream, Traits};
+use super::{lock, Adopted, Backend, BackendError, BoxFuture, Exit, Outcome, Report, RunId, StartSpec, Stream, Traits};
 use crate::engine::{Labels, Milli, Name, Node, Resources};
 
 /// Least time between two cancels of the same job.
@@ -401,10 +401,6 @@ fn outside<'a>(listed: &Listed, listed_at: Option<Instant>, held: impl Iterator<
 struct Ended {
     at: Instant,
     held: (Name, Resources),
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The last `tail` bytes of a file (all of it, up to 64 MiB, when `None`).
